@@ -1,0 +1,59 @@
+/* cgroup.h — resource limits through cgroups, v2 or v1 behind one interface.
+ *
+ * cgroup.c decides which hierarchy to use (v2 when the unified hierarchy has
+ * the memory/pids/cpu controllers, v1 per controller otherwise), creates the
+ * run's cgroup as fluebox-<unique> under "<fluebox's own cgroup>/fluebox",
+ * writes the limits, attaches the sandbox, reads usage back for the report and
+ * removes everything at the end. It never mounts, unmounts or rebinds a
+ * hierarchy. Limits that cannot be applied (no delegation) are recorded in
+ * the result, not fatal, unless the policy requires them. */
+#ifndef FB_CGROUP_H
+#define FB_CGROUP_H
+
+#include "policy.h"
+
+struct fb_cgroup;
+
+/* What the cgroup measured, for the report. -1 = not available. */
+struct fb_cg_usage {
+    int64_t mem_peak;      /* bytes */
+    int64_t mem_current;
+    int64_t pids_peak;
+    int64_t cpu_usage_us;  /* total CPU time of the group */
+    bool oom_killed;       /* at least one OOM kill inside the group */
+    int64_t oom_kills;
+};
+
+/* Create the cgroup and apply p->limits. On success *out is set (it may be a
+ * cgroup with no controllers at all when nothing could be applied; then
+ * cgroup_not_applied() names what is missing). Returns -1 only on a hard
+ * error or when p->limits.require is set and something could not be applied. */
+int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err);
+
+/* A directory fd for clone3(CLONE_INTO_CGROUP) when the v2 backend holds every
+ * controller in use, or -1. */
+int cgroup_clone_fd(const struct fb_cgroup *cg);
+
+/* Move pid into the cgroup (every hierarchy in use). */
+int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err);
+
+/* Read usage counters. */
+void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u);
+
+/* Comma-separated names of limits applied / not applied ("memory,pids", ...).
+ * Pointers stay valid until cgroup_destroy. */
+const char *cgroup_applied(const struct fb_cgroup *cg);
+const char *cgroup_not_applied(const struct fb_cgroup *cg);
+const char *cgroup_backend(const struct fb_cgroup *cg); /* "v2", "v1", "none" */
+
+/* Change limits of a live cgroup (sessions taken from the warm pool). */
+int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb_err *err);
+
+/* Kill every process left in the cgroup, remove the directories, free. NULL ok. */
+void cgroup_destroy(struct fb_cgroup *cg);
+
+/* Remove stale fluebox-* cgroups left by a fluebox that was SIGKILLed:
+ * those whose creating process is gone. Cheap; called at start-up. */
+void cgroup_sweep_stale(void);
+
+#endif

@@ -1,0 +1,27 @@
+/* egress.h — the supervisor side of the network allowlist: a DNS responder
+ * that hands out synthetic addresses for allowed names, a relay that maps a
+ * connection to a synthetic address back to its name, checks SNI / Host,
+ * resolves and connects on the host and copies bytes both ways, an optional
+ * HTTP CONNECT proxy, and the audit log.
+ *
+ * It runs inside the supervisor's event loop: egress_fd() is an epoll fd that
+ * becomes readable when egress has work; the supervisor then calls
+ * egress_dispatch(). */
+#ifndef FB_EGRESS_H
+#define FB_EGRESS_H
+
+#include "policy.h"
+#include "report.h"
+
+struct fb_egress;
+
+/* Start serving the sockets net_setup_child() created (takes ownership of
+ * fds, in the order net.c put them). */
+int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
+                 struct fb_egress **out, struct fb_err *err);
+int egress_fd(const struct fb_egress *e);
+void egress_dispatch(struct fb_egress *e);
+void egress_summary(const struct fb_egress *e, struct fb_net_summary *s);
+void egress_free(struct fb_egress *e);
+
+#endif

@@ -1,0 +1,88 @@
+/* fb.h — things every fluebox source file needs: the error type that carries a
+ * one-line message and an exit code up to main(), exit codes, cleanup
+ * attributes and small I/O helpers that retry on EINTR and partial writes.
+ * Nothing here knows about sandboxes. */
+#ifndef FB_H
+#define FB_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#define FB_VERSION "0.1.0"
+
+/* Exit codes, following env(1), timeout(1) and the container runtimes. */
+enum {
+    FB_EXIT_TIMEOUT = 124,  /* --timeout expired */
+    FB_EXIT_SETUP = 125,    /* fluebox itself failed: usage, policy, set-up */
+    FB_EXIT_NOEXEC = 126,   /* command found but not executable */
+    FB_EXIT_NOTFOUND = 127, /* command not found inside the sandbox */
+    FB_EXIT_OOM = 137,      /* killed by the OOM killer (128 + SIGKILL) */
+};
+
+/* An error travels up as a message plus the exit code fluebox should use.
+ * Functions return -1 and fill *err; the caller prints "fluebox: <msg>". */
+struct fb_err {
+    int code;
+    char msg[512];
+};
+
+/* Set *err (if non-NULL) and return -1. printf-style. */
+int fb_errf(struct fb_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same, appending ": strerror(errno)" using the errno value at call time. */
+int fb_errno(struct fb_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prints "fluebox: <fmt>\n" on stderr. */
+void fb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* I/O that handles EINTR and short transfers. Return 0 / bytes, or -1 with errno. */
+int fb_write_all(int fd, const void *buf, size_t len);
+ssize_t fb_read_full(int fd, void *buf, size_t len); /* until len or EOF */
+/* Write a small string to a file (procfs, cgroupfs). Returns 0 or -1/errno. */
+int fb_write_file(const char *path, const char *data);
+int fb_write_fileat(int dirfd, const char *path, const char *data);
+/* Read up to cap-1 bytes of a small file into buf, NUL-terminated. -1/errno. */
+ssize_t fb_read_file(const char *path, char *buf, size_t cap);
+ssize_t fb_read_fileat(int dirfd, const char *path, char *buf, size_t cap);
+
+/* Parsers shared by the CLI and profiles. Return 0 or -1 (no errno). */
+int fb_parse_size(const char *s, int64_t *out);        /* 512M, 1G, 4096, "unlimited" -> -1 */
+int fb_parse_duration_ms(const char *s, int64_t *out); /* 500ms, 30s, 5m, 1h, plain = seconds */
+int fb_parse_u64(const char *s, uint64_t *out);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t fb_now_ns(void);
+
+/* Cleanup attributes (the crun style): variables released at scope exit. */
+static inline void fb_freep(void *p) { free(*(void **)p); }
+static inline void fb_closep(int *fd) {
+    if (*fd >= 0) {
+        int e = errno;
+        close(*fd);
+        errno = e;
+    }
+}
+#define cleanup_free __attribute__((cleanup(fb_freep)))
+#define cleanup_close __attribute__((cleanup(fb_closep)))
+
+/* Take ownership out of a cleanup variable. */
+#define fb_steal_fd(fd) ({ int _t = (fd); (fd) = -1; _t; })
+#define fb_steal_ptr(p) ({ __typeof__(p) _t = (p); (p) = NULL; _t; })
+
+#define FB_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+void *fb_xmalloc(size_t n);
+void *fb_xcalloc(size_t n, size_t m);
+void *fb_xrealloc(void *p, size_t n);
+char *fb_xstrdup(const char *s);
+char *fb_xstrndup(const char *s, size_t n);
+char *fb_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,185 @@
+/* harden.c — capability dropping, no_new_privs, rlimits, the sandbox's
+ * environment and exec with env(1)-style exit codes. */
+#include "harden.h"
+
+#include "net.h"
+
+#include <linux/capability.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+int harden_drop_caps(struct fb_err *err)
+{
+    /* Bounding set first (needs CAP_SETPCAP, which we still hold). */
+    for (int cap = 0; cap <= 63; cap++) {
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+            if (errno == EINVAL)
+                break; /* past the last capability this kernel knows */
+            return fb_errno(err, FB_EXIT_SETUP, "dropping capability %d from the bounding set", cap);
+        }
+    }
+    if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+        return fb_errno(err, FB_EXIT_SETUP, "clearing ambient capabilities");
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capset, &hdr, data) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "dropping capabilities");
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "setting no_new_privs");
+    return 0;
+}
+
+static int set_limit(int res, int64_t v, const char *name, struct fb_err *err)
+{
+    struct rlimit rl;
+    if (getrlimit(res, &rl) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "getrlimit %s", name);
+    rlim_t want = v < 0 ? RLIM_INFINITY : (rlim_t)v;
+    /* Never raise above the hard limit we were given. */
+    if (rl.rlim_max != RLIM_INFINITY && (want == RLIM_INFINITY || want > rl.rlim_max))
+        want = rl.rlim_max;
+    rl.rlim_cur = rl.rlim_max = want;
+    if (setrlimit(res, &rl) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "setrlimit %s", name);
+    return 0;
+}
+
+int harden_rlimits(const struct fb_policy *p, bool nproc_fallback, struct fb_err *err)
+{
+    if (set_limit(RLIMIT_CORE, 0, "core", err) < 0)
+        return -1;
+    if (p->limits.nofile != 0 && set_limit(RLIMIT_NOFILE, p->limits.nofile, "nofile", err) < 0)
+        return -1;
+    if (p->limits.fsize != 0 && set_limit(RLIMIT_FSIZE, p->limits.fsize, "fsize", err) < 0)
+        return -1;
+    if (nproc_fallback && p->limits.pids > 0 &&
+        set_limit(RLIMIT_NPROC, p->limits.pids, "nproc", err) < 0)
+        return -1;
+    return 0;
+}
+
+static const char default_path[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+static void env_put(char ***env, size_t *n, const char *kv)
+{
+    size_t klen = strcspn(kv, "=");
+    for (size_t i = 0; i < *n; i++) {
+        if (!strncmp((*env)[i], kv, klen) && (*env)[i][klen] == '=') {
+            free((*env)[i]);
+            (*env)[i] = fb_xstrdup(kv);
+            return;
+        }
+    }
+    *env = fb_xrealloc(*env, (*n + 2) * sizeof **env);
+    (*env)[(*n)++] = fb_xstrdup(kv);
+    (*env)[*n] = NULL;
+}
+
+char **harden_build_env(const struct fb_policy *p)
+{
+    char **env = fb_xcalloc(1, sizeof *env);
+    size_t n = 0;
+    /* PATH: the interpreter prefixes' bin/ first, so a subprocess that runs
+     * "python3" gets the same interpreter as the command. */
+    size_t cap = sizeof default_path + 16;
+    for (size_t i = 0; i < p->ninterp_binds; i++)
+        cap += strlen(p->interp_binds[i]) + 6;
+    char *path = fb_xmalloc(cap);
+    size_t o = (size_t)snprintf(path, cap, "PATH=");
+    for (size_t i = 0; i < p->ninterp_binds; i++)
+        o += (size_t)snprintf(path + o, cap - o, "%s/bin:", p->interp_binds[i]);
+    snprintf(path + o, cap - o, "%s", default_path);
+    env_put(&env, &n, path);
+    free(path);
+    env_put(&env, &n, "HOME=/workspace");
+    const char *lang = getenv("LANG");
+    char buf[512];
+    snprintf(buf, sizeof buf, "LANG=%s", lang && *lang && strlen(lang) < 64 ? lang : "C.UTF-8");
+    env_put(&env, &n, buf);
+    const char *term = getenv("TERM");
+    if (term && *term && strlen(term) < 64) {
+        snprintf(buf, sizeof buf, "TERM=%s", term);
+        env_put(&env, &n, buf);
+    }
+    if (p->proxy_env && p->proxy_port) {
+        static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+        for (size_t i = 0; i < FB_ARRAY_LEN(vars); i++) {
+            snprintf(buf, sizeof buf, "%s=http://127.0.0.1:%u", vars[i], p->proxy_port);
+            env_put(&env, &n, buf);
+        }
+        env_put(&env, &n, "NO_PROXY=localhost,127.0.0.1");
+        env_put(&env, &n, "no_proxy=localhost,127.0.0.1");
+    }
+    for (size_t i = 0; i < p->nenv_pass; i++) {
+        const char *v = getenv(p->env_pass[i]);
+        if (!v)
+            continue;
+        char *kv = fb_xasprintf("%s=%s", p->env_pass[i], v);
+        env_put(&env, &n, kv);
+        free(kv);
+    }
+    for (size_t i = 0; i < p->nenv_set; i++)
+        env_put(&env, &n, p->env_set[i]);
+    return env;
+}
+
+void harden_free_env(char **env)
+{
+    if (!env)
+        return;
+    for (char **e = env; *e; e++)
+        free(*e);
+    free(env);
+}
+
+static const char *env_get(char **env, const char *k)
+{
+    size_t kl = strlen(k);
+    for (char **e = env; e && *e; e++)
+        if (!strncmp(*e, k, kl) && (*e)[kl] == '=')
+            return *e + kl + 1;
+    return NULL;
+}
+
+void harden_exec(const struct fb_policy *p, char **argv, char **env, int *exit_code)
+{
+    const char *cmd = argv[0];
+    if (p->exec_path && !strcmp(cmd, p->argv[0]))
+        cmd = p->exec_path;
+    if (strchr(cmd, '/')) {
+        execve(cmd, argv, env);
+        *exit_code = errno == ENOENT || errno == ENOTDIR ? FB_EXIT_NOTFOUND : FB_EXIT_NOEXEC;
+        return;
+    }
+    /* Search the sandbox's PATH (not ours: glibc's execvpe would use ours). */
+    const char *path = env_get(env, "PATH");
+    if (!path)
+        path = default_path;
+    int saw_eacces = 0;
+    char buf[4096];
+    const char *s = path;
+    while (*s) {
+        size_t l = strcspn(s, ":");
+        if (l > 0 && l + strlen(cmd) + 2 < sizeof buf) {
+            memcpy(buf, s, l);
+            buf[l] = '/';
+            strcpy(buf + l + 1, cmd);
+            execve(buf, argv, env);
+            if (errno == EACCES || errno == ENOEXEC || errno == EPERM)
+                saw_eacces = errno;
+        }
+        s += l;
+        if (*s == ':')
+            s++;
+    }
+    if (saw_eacces) {
+        errno = saw_eacces;
+        *exit_code = FB_EXIT_NOEXEC;
+    } else {
+        errno = ENOENT;
+        *exit_code = FB_EXIT_NOTFOUND;
+    }
+}

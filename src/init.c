@@ -1,0 +1,141 @@
+/* init.c — the sandbox's pid 1: last hardening steps, then run the command
+ * (or hand over to the session loop), forward signals, reap orphans.
+ *
+ * Why a separate pid 1 instead of exec'ing the command as pid 1: the kernel
+ * gives pid 1 special treatment (signals without a handler are ignored, it
+ * must reap every orphan). A Python script as pid 1 would ignore the SIGTERM
+ * we forward and leave zombies. When this init exits, the kernel kills
+ * everything left in the pid namespace: daemonised grandchildren included. */
+#include "init.h"
+
+#include "ctl.h"
+#include "harden.h"
+#include "seccomp.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* Signals the supervisor forwards to the command. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+__attribute__((weak, noreturn)) void sinit_main(const struct fb_policy *p, int ctl)
+{
+    (void)p;
+    ctl_sendf(ctl, FB_MSG_ERR, FB_EXIT_SETUP, "sessions are not built into this fluebox");
+    _exit(FB_EXIT_SETUP);
+}
+
+void init_exec_child(const struct fb_policy *p, char **argv, char **env, const char *cwd,
+                     int report_fd)
+{
+    sigset_t none;
+    sigemptyset(&none);
+    for (int s = 1; s < NSIG; s++)
+        signal(s, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    setpgid(0, 0);
+    if (cwd && chdir(cwd) < 0) {
+        int e = errno;
+        dprintf(2, "fluebox: cannot enter %s: %s\n", cwd, strerror(e));
+        if (report_fd >= 0)
+            ctl_sendf(report_fd, FB_MSG_EXEC_ERR, FB_EXIT_NOTFOUND, "cannot enter %s: %s", cwd,
+                      strerror(e));
+        _exit(FB_EXIT_SETUP);
+    }
+    /* Every inherited descriptor but 0, 1, 2 is gone at exec; report_fd stays
+     * usable until then. */
+    syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+    int code = FB_EXIT_NOTFOUND;
+    harden_exec(p, argv, env, &code);
+    int e = errno;
+    const char *why = code == FB_EXIT_NOTFOUND && e == ENOENT ? "command not found" : strerror(e);
+    dprintf(2, "fluebox: %s: %s\n", argv[0], why);
+    if (report_fd >= 0)
+        ctl_sendf(report_fd, FB_MSG_EXEC_ERR, code, "%s: %s", argv[0], why);
+    _exit(code);
+}
+
+__attribute__((noreturn)) static void fail(int ctl, struct fb_err *err)
+{
+    ctl_sendf(ctl, FB_MSG_ERR, err->code ? err->code : FB_EXIT_SETUP, "%s", err->msg);
+    _exit(FB_EXIT_SETUP);
+}
+
+void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc_fallback)
+{
+    struct fb_err err = {0};
+    /* A new session: nothing in the sandbox has a controlling terminal, so
+     * nothing can push input into the caller's (TIOCSTI). */
+    if (setsid() < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "setsid");
+        fail(ctl, &err);
+    }
+    /* Not dumpable: processes of the same uid inside cannot read our memory
+     * or fds through /proc/1. Reset by execve for the command. */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (harden_rlimits(p, nproc_fallback, &err) < 0 || harden_drop_caps(&err) < 0)
+        fail(ctl, &err);
+
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    for (size_t i = 0; i < FB_ARRAY_LEN(forwarded); i++)
+        sigaddset(&set, forwarded[i]);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    sigdelset(&set, SIGPIPE);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    if (sfd < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "signalfd");
+        fail(ctl, &err);
+    }
+    if (seccomp_apply(p, &err) < 0)
+        fail(ctl, &err);
+
+    if (mode == FB_MODE_SESSION) {
+        close(sfd);
+        sinit_main(p, ctl);
+    }
+
+    char **env = harden_build_env(p);
+    if (ctl_sendf(ctl, FB_MSG_READY, 0, "ready") < 0)
+        _exit(FB_EXIT_SETUP);
+    pid_t cmd = fork();
+    if (cmd < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "fork");
+        fail(ctl, &err);
+    }
+    if (cmd == 0)
+        init_exec_child(p, p->argv, env, p->cwd, ctl);
+    harden_free_env(env);
+
+    for (;;) {
+        struct signalfd_siginfo si;
+        ssize_t n = read(sfd, &si, sizeof si);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n != (ssize_t)sizeof si)
+            _exit(FB_EXIT_SETUP);
+        if (si.ssi_signo != SIGCHLD) {
+            /* To the command's process group, so `sh -c` pipelines get it too. */
+            if (kill(-cmd, (int)si.ssi_signo) < 0)
+                kill(cmd, (int)si.ssi_signo);
+            continue;
+        }
+        int status;
+        pid_t w;
+        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+            if (w != cmd)
+                continue; /* an orphan: reaped, nothing more to do */
+            struct fb_msg m = {.type = FB_MSG_EXIT, .status = status};
+            ctl_send(ctl, &m, NULL, 0);
+            _exit(0);
+        }
+    }
+}

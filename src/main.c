@@ -1,0 +1,84 @@
+/* main.c — subcommand dispatch. Each subcommand lives with its concern:
+ * run (here, through supervise.c), profile (profile.c), learn (learn.c),
+ * serve / session / exec / cp (server.c, client.c). */
+#include "cli.h"
+#include "commands.h"
+#include "profile.h"
+#include "report.h"
+#include "supervise.h"
+
+#include <string.h>
+
+static int cmd_run(int argc, char **argv)
+{
+    struct fb_policy p;
+    struct fb_err err = {0};
+    policy_init(&p);
+    int code;
+    if (cli_parse_policy(argc, argv, &p, true, &err) < 0 ||
+        policy_finish(&p, getenv("PATH"), &err) < 0) {
+        fb_warn("%s", err.msg);
+        code = err.code ? err.code : FB_EXIT_SETUP;
+        policy_free(&p);
+        return code;
+    }
+    struct fb_result res;
+    if (supervise_run(&p, &res, &err) < 0)
+        fb_warn("%s", err.msg);
+    if (p.report) {
+        struct fb_err rerr = {0};
+        if (report_write(p.report, &p, &res, &rerr) < 0)
+            fb_warn("%s", rerr.msg);
+    }
+    code = res.exit_code;
+    policy_free(&p);
+    return code;
+}
+
+/* Subcommands implemented by other modules; the weak fallbacks keep a build
+ * that lacks one of them honest about it. */
+#define WEAK_CMD(fn, what)                                                          \
+    __attribute__((weak)) int fn(int argc, char **argv)                            \
+    {                                                                              \
+        (void)argc;                                                                \
+        (void)argv;                                                                \
+        fb_warn("%s is not available in this build", what);                       \
+        return FB_EXIT_SETUP;                                                      \
+    }
+WEAK_CMD(cmd_profile, "fluebox profile")
+WEAK_CMD(cmd_learn, "fluebox learn")
+WEAK_CMD(cmd_serve, "fluebox serve")
+WEAK_CMD(cmd_session, "fluebox session")
+WEAK_CMD(cmd_exec, "fluebox exec")
+WEAK_CMD(cmd_cp, "fluebox cp")
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+} cmds[] = {
+    {"run", cmd_run},         {"profile", cmd_profile}, {"learn", cmd_learn},
+    {"serve", cmd_serve},     {"session", cmd_session}, {"exec", cmd_exec},
+    {"cp", cmd_cp},
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(cli_usage, stderr);
+        return FB_EXIT_SETUP;
+    }
+    const char *c = argv[1];
+    if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
+        fputs(cli_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(c, "--version") || !strcmp(c, "-V")) {
+        printf("fluebox %s\n", FB_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < FB_ARRAY_LEN(cmds); i++)
+        if (!strcmp(c, cmds[i].name))
+            return cmds[i].fn(argc - 2, argv + 2);
+    fb_warn("unknown command \"%s\" (see fluebox --help)", c);
+    return FB_EXIT_SETUP;
+}

@@ -1,0 +1,621 @@
+/* mount.c — the sandbox's filesystem layout, decided here and nowhere else.
+ *
+ *   /                  tmpfs, read-only once built
+ *   /usr               host /usr, read-only (recursive), nosuid, nodev
+ *   /bin /sbin /lib*   the host's merged-/usr symlinks copied, or read-only binds
+ *   /etc               generated passwd, group, hostname, hosts, resolv.conf,
+ *                      plus read-only binds of what programs need to run
+ *                      (ld.so cache, alternatives, ssl certificates, ...)
+ *   /workspace         --workspace DIR read-write (idmapped when root), or tmpfs
+ *   /tmp               tmpfs of --disk size, mode 1777
+ *   /dev               tmpfs with null zero full random urandom tty bound from
+ *                      the host, a new devpts instance, /dev/shm tmpfs
+ *   /proc              new procfs for the pid namespace; /proc/sys, sysrq-trigger,
+ *                      irq, bus read-only; kcore, keys, timer_list, kallsyms ...
+ *                      covered by /dev/null
+ *   interpreter        the real prefix of the command's interpreter when it
+ *                      lives outside /usr (pyenv, nvm), read-only, same path
+ *   --ro-bind/--bind/--tmpfs and profile binds, in order, last
+ *   no /sys, nothing else of the host.
+ *
+ * Two phases (see mount.h): sources are cloned with open_tree() before the
+ * child changes ids; the tree is built on a tmpfs mounted over /tmp in the
+ * child's private mount namespace, then pivot_root(".", ".") and a lazy
+ * unmount of the old root. Flags are set with mount_setattr() on detached
+ * trees, so locked flags of host mounts never need to be rediscovered, and
+ * mounts become visible only once read-only. User-given destinations are
+ * resolved with openat2(RESOLVE_IN_ROOT) so a symlink in the new tree cannot
+ * point a mount at a host path. */
+#include "mount.h"
+
+#include "net.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+/* Host /etc entries a normal program expects. Missing ones are skipped;
+ * symlinks are recreated as symlinks (they point into /usr). */
+static const char *const etc_binds[] = {
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+    "ca-certificates.conf", "localtime", "timezone", "nsswitch.conf", "protocols", "services",
+    "host.conf", "gai.conf", "mime.types", "python3", "python3.11", "python3.12", "python3.13",
+    "gitconfig", "inputrc", "bash.bashrc", "profile", "environment", "magic",
+};
+
+/* Top-level system trees: bound read-only, or recreated when they are the
+ * merged-/usr symlinks. */
+static const char *const sys_trees[] = {"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32"};
+
+/* Device nodes bound from the host. */
+static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+/* /proc entries made read-only, and entries covered by /dev/null (files) or
+ * an empty read-only tmpfs (directories). */
+static const char *const proc_ro[] = {"sys", "sysrq-trigger", "irq", "bus", "fs"};
+static const char *const proc_hide[] = {"kcore", "keys", "key-users", "timer_list", "kallsyms",
+                                        "sched_debug", "latency_stats", "kmsg", "acpi",
+                                        "scsi", "config.gz", "kpagecount", "kpageflags",
+                                        "kpagecgroup", "vmallocinfo", "pagetypeinfo", "slabinfo"};
+
+enum entry_kind { E_TREE, E_SYMLINK };
+
+struct entry {
+    enum entry_kind kind;
+    int fd;          /* E_TREE: detached mount from open_tree */
+    char *dst;       /* path inside, relative to the new root ("usr", "etc/ssl") */
+    char *target;    /* E_SYMLINK */
+    bool is_dir;
+    bool user;       /* from --bind/--ro-bind/profile: resolve dst in-root */
+};
+
+struct fb_layout {
+    struct entry *e;
+    size_t n;
+    int dev_fd[FB_ARRAY_LEN(dev_nodes)];
+    int user_fd_base; /* unused */
+    int workspace_fd;
+    bool workspace_owned;
+    int *user_fds;    /* per p->mounts index: detached tree or -1 */
+    bool *user_owned;
+};
+
+void mount_layout_free(struct fb_layout *l)
+{
+    if (!l)
+        return;
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->e[i].fd >= 0)
+            close(l->e[i].fd);
+        free(l->e[i].dst);
+        free(l->e[i].target);
+    }
+    free(l->e);
+    for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
+        if (l->dev_fd[i] >= 0)
+            close(l->dev_fd[i]);
+    free(l->user_fds);
+    free(l->user_owned);
+    free(l);
+}
+
+static struct entry *add_entry(struct fb_layout *l)
+{
+    l->e = fb_xrealloc(l->e, (l->n + 1) * sizeof *l->e);
+    struct entry *e = &l->e[l->n++];
+    memset(e, 0, sizeof *e);
+    e->fd = -1;
+    return e;
+}
+
+/* Clone a host path into a detached mount with the given attributes. */
+static int clone_tree(const char *src, uint64_t attrs, struct fb_err *err)
+{
+    int fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s", src);
+    struct mount_attr a = {.attr_set = attrs};
+    if (attrs && mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "%s: setting mount flags", src);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+#define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+#define RW_ATTRS (MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+static int add_host(struct fb_layout *l, const char *host, const char *dst, struct fb_err *err)
+{
+    struct stat st;
+    if (lstat(host, &st) < 0)
+        return 0; /* optional */
+    if (S_ISLNK(st.st_mode)) {
+        char buf[4096];
+        ssize_t n = readlink(host, buf, sizeof buf - 1);
+        if (n < 0)
+            return 0;
+        buf[n] = 0;
+        struct entry *e = add_entry(l);
+        e->kind = E_SYMLINK;
+        e->dst = fb_xstrdup(dst);
+        e->target = fb_xstrdup(buf);
+        return 0;
+    }
+    int fd = clone_tree(host, RO_ATTRS, err);
+    if (fd < 0)
+        return -1;
+    struct entry *e = add_entry(l);
+    e->kind = E_TREE;
+    e->fd = fd;
+    e->dst = fb_xstrdup(dst);
+    e->is_dir = S_ISDIR(st.st_mode);
+    return 0;
+}
+
+int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
+                  struct fb_layout **out, struct fb_err *err)
+{
+    struct fb_layout *l = fb_xcalloc(1, sizeof *l);
+    l->workspace_fd = -1;
+    for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
+        l->dev_fd[i] = -1;
+    char path[4096];
+
+    for (size_t i = 0; i < FB_ARRAY_LEN(sys_trees); i++) {
+        snprintf(path, sizeof path, "/%s", sys_trees[i]);
+        if (add_host(l, path, sys_trees[i], err) < 0)
+            goto fail;
+    }
+    for (size_t i = 0; i < FB_ARRAY_LEN(etc_binds); i++) {
+        snprintf(path, sizeof path, "/etc/%s", etc_binds[i]);
+        if (add_host(l, path, path + 1, err) < 0)
+            goto fail;
+    }
+    if (p->net == FB_NET_HOST) {
+        if (add_host(l, "/etc/resolv.conf", "etc/resolv.conf", err) < 0)
+            goto fail;
+    }
+    for (size_t i = 0; i < p->ninterp_binds; i++)
+        if (add_host(l, p->interp_binds[i], p->interp_binds[i] + 1, err) < 0)
+            goto fail;
+
+    for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++) {
+        snprintf(path, sizeof path, "/dev/%s", dev_nodes[i]);
+        int fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+            continue; /* e.g. no /dev/tty on a headless host */
+        struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC};
+        mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a);
+        l->dev_fd[i] = fd;
+    }
+
+    if (pre && pre->workspace_fd >= 0) {
+        l->workspace_fd = pre->workspace_fd;
+    } else if (p->workspace) {
+        l->workspace_fd = clone_tree(p->workspace, p->workspace_ro ? RO_ATTRS : RW_ATTRS, err);
+        if (l->workspace_fd < 0)
+            goto fail;
+        l->workspace_owned = true;
+    }
+
+    l->user_fds = fb_xcalloc(p->nmounts ? p->nmounts : 1, sizeof(int));
+    l->user_owned = fb_xcalloc(p->nmounts ? p->nmounts : 1, sizeof(bool));
+    for (size_t i = 0; i < p->nmounts; i++) {
+        const struct fb_mount *m = &p->mounts[i];
+        l->user_fds[i] = -1;
+        if (m->kind != FB_MNT_RO_BIND && m->kind != FB_MNT_BIND)
+            continue;
+        if (pre && pre->bind_fds && pre->bind_fds[i] >= 0) {
+            l->user_fds[i] = pre->bind_fds[i];
+            continue;
+        }
+        int fd = clone_tree(m->src, m->kind == FB_MNT_RO_BIND ? RO_ATTRS : RW_ATTRS, err);
+        if (fd < 0) {
+            if (m->optional && errno == ENOENT)
+                continue;
+            fb_errno(err, FB_EXIT_SETUP, "%s %s", m->kind == FB_MNT_RO_BIND ? "--ro-bind" : "--bind",
+                     m->src);
+            goto fail;
+        }
+        l->user_fds[i] = fd;
+        l->user_owned[i] = true;
+    }
+    *out = l;
+    return 0;
+fail:
+    mount_layout_free(l);
+    return -1;
+}
+
+/* ---- phase 2 ---- */
+
+/* mkdir -p of a relative path under the current directory (the new root
+ * being built, which only fluebox has written to so far). */
+static int mkdir_p(const char *rel, mode_t mode)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", rel);
+    for (char *s = buf + 1; *s; s++) {
+        if (*s != '/')
+            continue;
+        *s = 0;
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return -1;
+        *s = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static int make_parent(const char *rel)
+{
+    const char *slash = strrchr(rel, '/');
+    if (!slash)
+        return 0;
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%.*s", (int)(slash - rel), rel);
+    return mkdir_p(buf, 0755);
+}
+
+static int attach(int fd, const char *rel, bool is_dir, struct fb_err *err)
+{
+    if (is_dir) {
+        if (mkdir_p(rel, 0755) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
+    } else {
+        if (make_parent(rel) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "creating the parent of /%s", rel);
+        int f = open(rel, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (f < 0 && errno != EEXIST)
+            return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
+        if (f >= 0)
+            close(f);
+    }
+    if (move_mount(fd, "", AT_FDCWD, rel, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "mounting /%s", rel);
+    return 0;
+}
+
+static int write_text(const char *rel, const char *text, struct fb_err *err)
+{
+    int fd = open(rel, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
+    int rc = fb_write_all(fd, text, strlen(text));
+    close(fd);
+    if (rc < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "writing /%s", rel);
+    return 0;
+}
+
+static int tmpfs_at(const char *rel, int64_t size, const char *mode, unsigned long flags,
+                    struct fb_err *err)
+{
+    char opts[96];
+    if (size > 0)
+        snprintf(opts, sizeof opts, "mode=%s,size=%lld", mode, (long long)size);
+    else
+        snprintf(opts, sizeof opts, "mode=%s", mode);
+    if (mkdir_p(rel, 0755) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
+    if (mount("tmpfs", rel, "tmpfs", MS_NOSUID | MS_NODEV | flags, opts) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "mounting a tmpfs on /%s", rel);
+    return 0;
+}
+
+static int write_etc(const struct fb_policy *p, struct fb_err *err)
+{
+    char buf[1024];
+    const char *name = p->uid == 0 ? "root" : "fluebox";
+    int n = snprintf(buf, sizeof buf, "root:x:0:0:root:/root:/bin/sh\n");
+    if (p->uid != 0)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s:x:%u:%u:fluebox sandbox:/workspace:/bin/sh\n",
+                      name, p->uid, p->gid);
+    snprintf(buf + n, sizeof buf - (size_t)n, "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+    if (write_text("etc/passwd", buf, err) < 0)
+        return -1;
+    n = snprintf(buf, sizeof buf, "root:x:0:\n");
+    if (p->gid != 0)
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "fluebox:x:%u:\n", p->gid);
+    snprintf(buf + n, sizeof buf - (size_t)n, "nogroup:x:65534:\n");
+    if (write_text("etc/group", buf, err) < 0)
+        return -1;
+    snprintf(buf, sizeof buf, "%s\n", p->hostname);
+    if (write_text("etc/hostname", buf, err) < 0)
+        return -1;
+    snprintf(buf, sizeof buf,
+             "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+             p->hostname);
+    if (write_text("etc/hosts", buf, err) < 0)
+        return -1;
+    if (p->net != FB_NET_HOST) {
+        /* none: nothing listens there, so lookups fail at once (ECONNREFUSED
+         * on loopback) instead of timing out. allow: the supervisor's DNS. */
+        if (write_text("etc/resolv.conf", "nameserver " FB_NET_DNS_ADDR "\noptions attempts:1\n",
+                       err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int setup_dev(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err)
+{
+    if (tmpfs_at("dev", 64 * 1024, "0755", MS_NOEXEC, err) < 0)
+        return -1;
+    for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++) {
+        if (l->dev_fd[i] < 0)
+            continue;
+        char rel[32];
+        snprintf(rel, sizeof rel, "dev/%s", dev_nodes[i]);
+        if (attach(l->dev_fd[i], rel, false, err) < 0)
+            return -1;
+        close(l->dev_fd[i]);
+        l->dev_fd[i] = -1;
+    }
+    if (mkdir("dev/pts", 0755) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "creating /dev/pts");
+    if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=620") < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "mounting devpts");
+    if (symlink("pts/ptmx", "dev/ptmx") < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "creating /dev/ptmx");
+    if (tmpfs_at("dev/shm", p->limits.disk, "1777", MS_NOEXEC, err) < 0)
+        return -1;
+    static const char *const links[][2] = {{"/proc/self/fd", "dev/fd"},
+                                           {"/proc/self/fd/0", "dev/stdin"},
+                                           {"/proc/self/fd/1", "dev/stdout"},
+                                           {"/proc/self/fd/2", "dev/stderr"}};
+    for (size_t i = 0; i < FB_ARRAY_LEN(links); i++)
+        if (symlink(links[i][0], links[i][1]) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "creating /%s", links[i][1]);
+    return 0;
+}
+
+static int setup_proc(struct fb_err *err)
+{
+    if (mkdir("proc", 0555) < 0 && errno != EEXIST)
+        return fb_errno(err, FB_EXIT_SETUP, "creating /proc");
+    if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+        return fb_errno(err, FB_EXIT_SETUP,
+                        "mounting /proc (a host that masks parts of its own /proc prevents this)");
+    char rel[64];
+    for (size_t i = 0; i < FB_ARRAY_LEN(proc_ro); i++) {
+        snprintf(rel, sizeof rel, "proc/%s", proc_ro[i]);
+        int fd = open_tree(AT_FDCWD, rel, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+        if (fd < 0) {
+            if (errno == ENOENT)
+                continue;
+            return fb_errno(err, FB_EXIT_SETUP, "/%s", rel);
+        }
+        struct mount_attr a = {.attr_set = RO_ATTRS | MOUNT_ATTR_NOEXEC};
+        int rc = mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a);
+        if (rc == 0)
+            rc = move_mount(fd, "", AT_FDCWD, rel, MOVE_MOUNT_F_EMPTY_PATH);
+        close(fd);
+        if (rc < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "making /%s read-only", rel);
+    }
+    for (size_t i = 0; i < FB_ARRAY_LEN(proc_hide); i++) {
+        snprintf(rel, sizeof rel, "proc/%s", proc_hide[i]);
+        struct stat st;
+        if (lstat(rel, &st) < 0)
+            continue;
+        int rc;
+        if (S_ISDIR(st.st_mode))
+            rc = mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                       "size=0,mode=0555");
+        else
+            rc = mount("dev/null", rel, NULL, MS_BIND, NULL);
+        if (rc < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "hiding /%s", rel);
+    }
+    return 0;
+}
+
+/* Resolve a user-given absolute destination inside the new root (cwd) without
+ * ever leaving it, creating missing directories (and the final node when
+ * create_leaf says which kind). Returns an O_PATH fd. */
+static int open_in_root(int rootfd, const char *dst, int create_leaf /* 0 none, 1 dir, 2 file */,
+                        struct fb_err *err)
+{
+    struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    const char *rel = dst;
+    while (*rel == '/')
+        rel++;
+    int fd = (int)syscall(SYS_openat2, rootfd, rel, &how, sizeof how);
+    if (fd >= 0 || errno != ENOENT || !create_leaf)
+        return fd >= 0 ? fd : fb_errno(err, FB_EXIT_SETUP, "%s", dst);
+    /* Walk and create. */
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", rel);
+    int dir = dup(rootfd);
+    char *save = NULL;
+    char *comp = strtok_r(buf, "/", &save);
+    while (comp) {
+        char *next = strtok_r(NULL, "/", &save);
+        bool leaf = next == NULL;
+        struct open_how h = {.flags = O_PATH | O_CLOEXEC,
+                             .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+        /* RESOLVE_IN_ROOT is relative to dir, so re-resolve from the root
+         * each time by keeping dir as the root of the walk. */
+        (void)h;
+        if (leaf && create_leaf == 2) {
+            int f = openat(dir, comp, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+            if (f < 0 && errno != EEXIST) {
+                close(dir);
+                return fb_errno(err, FB_EXIT_SETUP, "creating %s", dst);
+            }
+            if (f >= 0)
+                close(f);
+        } else if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST) {
+            close(dir);
+            return fb_errno(err, FB_EXIT_SETUP, "creating %s", dst);
+        }
+        struct open_how h2 = {.flags = O_PATH | O_CLOEXEC | (leaf ? 0 : O_DIRECTORY),
+                              .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS};
+        int nd = (int)syscall(SYS_openat2, dir, comp, &h2, sizeof h2);
+        close(dir);
+        if (nd < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "%s", dst);
+        dir = nd;
+        comp = next;
+    }
+    return dir;
+}
+
+static int user_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err)
+{
+    cleanup_close int root = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "opening the new root");
+    for (size_t i = 0; i < p->nmounts; i++) {
+        const struct fb_mount *m = &p->mounts[i];
+        if (m->kind == FB_MNT_TMPFS) {
+            cleanup_close int t = open_in_root(root, m->dst, 1, err);
+            if (t < 0)
+                return -1;
+            int64_t size = m->size > 0 ? m->size : p->limits.disk;
+            char opts[64];
+            if (size > 0)
+                snprintf(opts, sizeof opts, "size=%lld,mode=0755", (long long)size);
+            else
+                snprintf(opts, sizeof opts, "mode=0755");
+            char via[64];
+            snprintf(via, sizeof via, "/proc/self/fd/%d", t);
+            if (mount("tmpfs", via, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+                return fb_errno(err, FB_EXIT_SETUP, "--tmpfs %s", m->dst);
+            continue;
+        }
+        if (m->kind == FB_MNT_HIDE) {
+            cleanup_close int t = open_in_root(root, m->dst, 0, err);
+            if (t < 0) {
+                if (errno == ENOENT)
+                    continue;
+                return -1;
+            }
+            struct stat st;
+            if (fstat(t, &st) < 0)
+                return fb_errno(err, FB_EXIT_SETUP, "hide %s", m->dst);
+            char via[64];
+            snprintf(via, sizeof via, "/proc/self/fd/%d", t);
+            int rc = S_ISDIR(st.st_mode)
+                         ? mount("tmpfs", via, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                 "size=0,mode=0555")
+                         : mount("/dev/null", via, NULL, MS_BIND, NULL);
+            if (rc < 0)
+                return fb_errno(err, FB_EXIT_SETUP, "hide %s", m->dst);
+            continue;
+        }
+        int fd = l->user_fds[i];
+        if (fd < 0)
+            continue; /* optional and missing */
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "%s", m->src);
+        cleanup_close int t = open_in_root(root, m->dst, S_ISDIR(st.st_mode) ? 1 : 2, err);
+        if (t < 0)
+            return -1;
+        if (move_mount(fd, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "mounting %s on %s", m->src, m->dst);
+        close(fd);
+        l->user_fds[i] = -1;
+    }
+    return 0;
+}
+
+int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err)
+{
+    int rc = -1;
+    /* Nothing we mount may propagate back to the host. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "making mounts private");
+        goto out;
+    }
+    const char *base = access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
+    char opts[64];
+    if (p->limits.disk > 0)
+        snprintf(opts, sizeof opts, "mode=0755,size=%lld", (long long)p->limits.disk);
+    else
+        snprintf(opts, sizeof opts, "mode=0755");
+    if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "mounting the root tmpfs");
+        goto out;
+    }
+    if (chdir(base) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "entering the new root");
+        goto out;
+    }
+    for (size_t i = 0; i < l->n; i++) {
+        struct entry *e = &l->e[i];
+        if (make_parent(e->dst) < 0) {
+            fb_errno(err, FB_EXIT_SETUP, "creating the parent of /%s", e->dst);
+            goto out;
+        }
+        if (e->kind == E_SYMLINK) {
+            if (symlink(e->target, e->dst) < 0) {
+                fb_errno(err, FB_EXIT_SETUP, "creating /%s", e->dst);
+                goto out;
+            }
+            continue;
+        }
+        if (attach(e->fd, e->dst, e->is_dir, err) < 0)
+            goto out;
+        close(e->fd);
+        e->fd = -1;
+    }
+    if (mkdir_p("etc", 0755) < 0 || write_etc(p, err) < 0)
+        goto out;
+
+    if (l->workspace_fd >= 0) {
+        if (attach(l->workspace_fd, "workspace", true, err) < 0)
+            goto out;
+        close(l->workspace_fd);
+        l->workspace_fd = -1;
+    } else if (tmpfs_at("workspace", p->limits.disk, "0755", 0, err) < 0) {
+        goto out;
+    } else if (chown("workspace", p->uid, p->gid) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "chown /workspace");
+        goto out;
+    }
+    if (tmpfs_at("tmp", p->limits.disk, "1777", 0, err) < 0)
+        goto out;
+    if (setup_dev(p, l, err) < 0 || setup_proc(err) < 0)
+        goto out;
+    if (user_mounts(p, l, err) < 0)
+        goto out;
+    /* Everything not explicitly writable is read-only from here on. */
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+    if (mount_setattr(AT_FDCWD, "dev", 0, &ro, sizeof ro) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "making /dev read-only");
+        goto out;
+    }
+    if (syscall(SYS_pivot_root, ".", ".") < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "pivot_root");
+        goto out;
+    }
+    if (umount2(".", MNT_DETACH) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "detaching the old root");
+        goto out;
+    }
+    if (chdir("/") < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "chdir /");
+        goto out;
+    }
+    if (mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof ro) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "making the root read-only");
+        goto out;
+    }
+    rc = 0;
+out:
+    mount_layout_free(l);
+    return rc;
+}

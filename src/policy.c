@@ -1,0 +1,500 @@
+/* policy.c — the policy struct: defaults, appenders, validation of option
+ * combinations, and the derived parts (where the command is, which
+ * interpreter prefix to bind). Loading profiles is profile.c's job. */
+#include "policy.h"
+
+#include <ctype.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
+void policy_init(struct fb_policy *p)
+{
+    memset(p, 0, sizeof *p);
+    p->profile_name = fb_xstrdup("none");
+    p->cwd = fb_xstrdup("/workspace");
+    p->uid = 1000;
+    p->gid = 1000;
+    p->host_id = 100000;
+    p->hostname = fb_xstrdup("fluebox");
+    p->namespaces = FB_NS_ALL;
+    p->bind_interpreter = true;
+    p->limits.mem = -1;
+    p->limits.cpus = 0;
+    p->limits.pids = -1;
+    p->limits.disk = 1024LL * 1024 * 1024;
+    p->limits.timeout_ms = -1;
+    p->limits.nofile = 1024;
+    p->limits.fsize = -1;
+    p->net = FB_NET_NONE;
+    p->max_conns = 256;
+    p->conn_idle_ms = 300000;
+    p->proxy_port = 0;
+    p->seccomp.enabled = true;
+    p->seccomp.default_action = FB_SC_ALLOW;
+    p->seccomp.default_errno = EPERM;
+}
+
+static void free_strv(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void policy_clear_rules(struct fb_policy *p)
+{
+    for (size_t i = 0; i < p->seccomp.nrules; i++)
+        free(p->seccomp.rules[i].name);
+    free(p->seccomp.rules);
+    p->seccomp.rules = NULL;
+    p->seccomp.nrules = 0;
+}
+
+void policy_free(struct fb_policy *p)
+{
+    free(p->profile_name);
+    free(p->description);
+    free_strv(p->overrides, p->noverrides);
+    if (p->argv) {
+        for (char **a = p->argv; *a; a++)
+            free(*a);
+        free(p->argv);
+    }
+    free(p->exec_path);
+    free(p->cwd);
+    free(p->workspace);
+    free(p->cow_upper);
+    free(p->changes_out);
+    for (size_t i = 0; i < p->nmounts; i++) {
+        free(p->mounts[i].src);
+        free(p->mounts[i].dst);
+    }
+    free(p->mounts);
+    free_strv(p->interp_binds, p->ninterp_binds);
+    free_strv(p->env_set, p->nenv_set);
+    free_strv(p->env_pass, p->nenv_pass);
+    free(p->hostname);
+    for (size_t i = 0; i < p->nallow; i++)
+        free(p->allow[i].name);
+    free(p->allow);
+    for (size_t i = 0; i < p->nresolve; i++) {
+        free(p->resolve[i].name);
+        free(p->resolve[i].addr);
+    }
+    free(p->resolve);
+    free(p->net_log);
+    policy_clear_rules(p);
+    free(p->report);
+    memset(p, 0, sizeof *p);
+}
+
+#define GROW(arr, n) ((arr) = fb_xrealloc((arr), ((n) + 1) * sizeof *(arr)))
+
+void policy_add_mount(struct fb_policy *p, enum fb_mount_kind kind, const char *src,
+                      const char *dst, int64_t size)
+{
+    GROW(p->mounts, p->nmounts);
+    struct fb_mount *m = &p->mounts[p->nmounts++];
+    memset(m, 0, sizeof *m);
+    m->kind = kind;
+    m->src = fb_xstrdup(src);
+    m->dst = fb_xstrdup(dst);
+    m->size = size;
+}
+
+void policy_add_override(struct fb_policy *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    if (!s)
+        return;
+    GROW(p->overrides, p->noverrides);
+    p->overrides[p->noverrides++] = s;
+}
+
+void policy_add_env_set(struct fb_policy *p, const char *kv)
+{
+    /* A later K=V replaces an earlier one with the same K. */
+    size_t klen = strcspn(kv, "=");
+    for (size_t i = 0; i < p->nenv_set; i++) {
+        if (!strncmp(p->env_set[i], kv, klen) && p->env_set[i][klen] == '=') {
+            free(p->env_set[i]);
+            p->env_set[i] = fb_xstrdup(kv);
+            return;
+        }
+    }
+    GROW(p->env_set, p->nenv_set);
+    p->env_set[p->nenv_set++] = fb_xstrdup(kv);
+}
+
+void policy_add_env_pass(struct fb_policy *p, const char *k)
+{
+    GROW(p->env_pass, p->nenv_pass);
+    p->env_pass[p->nenv_pass++] = fb_xstrdup(k);
+}
+
+void policy_add_rule(struct fb_policy *p, const struct fb_sc_rule *r)
+{
+    GROW(p->seccomp.rules, p->seccomp.nrules);
+    struct fb_sc_rule *d = &p->seccomp.rules[p->seccomp.nrules++];
+    *d = *r;
+    d->name = fb_xstrdup(r->name);
+}
+
+/* A DNS name: labels of [a-z0-9-_], 1..63 each, not starting or ending with
+ * '-', total <= 253. Lower-cases in place. */
+static bool valid_dns_name(char *s)
+{
+    size_t len = strlen(s);
+    if (len == 0 || len > 253)
+        return false;
+    size_t label = 0;
+    for (char *c = s; *c; c++) {
+        *c = (char)tolower((unsigned char)*c);
+        if (*c == '.') {
+            if (label == 0 || c[-1] == '-')
+                return false;
+            label = 0;
+            continue;
+        }
+        if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_')
+            return false;
+        if (label == 0 && *c == '-')
+            return false;
+        if (++label > 63)
+            return false;
+    }
+    return label > 0 && s[len - 1] != '-';
+}
+
+int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err)
+{
+    cleanup_free char *s = fb_xstrdup(pattern);
+    uint16_t port = 0;
+    char *colon = strrchr(s, ':');
+    if (colon) {
+        uint64_t v;
+        if (fb_parse_u64(colon + 1, &v) < 0 || v == 0 || v > 65535)
+            return fb_errf(err, FB_EXIT_SETUP, "--allow-net %s: bad port \"%s\" (1-65535)",
+                           pattern, colon + 1);
+        port = (uint16_t)v;
+        *colon = 0;
+    }
+    bool wildcard = false;
+    char *name = s;
+    if (!strncmp(name, "*.", 2)) {
+        wildcard = true;
+        name += 2;
+    }
+    size_t nl = strlen(name);
+    if (nl && name[nl - 1] == '.')
+        name[--nl] = 0; /* a fully-qualified trailing dot is fine */
+    if (strchr(name, '*'))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--allow-net %s: '*' is only allowed as a leading \"*.\"", pattern);
+    if (!valid_dns_name(name))
+        return fb_errf(err, FB_EXIT_SETUP, "--allow-net %s: not a valid host name", pattern);
+    if (wildcard && !strchr(name, '.'))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--allow-net %s: a wildcard needs at least two labels after \"*.\"",
+                       pattern);
+    GROW(p->allow, p->nallow);
+    p->allow[p->nallow++] = (struct fb_allow){fb_xstrdup(name), wildcard, port};
+    return 0;
+}
+
+int policy_add_resolve(struct fb_policy *p, const char *arg, struct fb_err *err)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: expected NAME=IP", arg);
+    cleanup_free char *name = fb_xstrndup(arg, (size_t)(eq - arg));
+    if (!valid_dns_name(name))
+        return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: not a valid host name", arg);
+    unsigned char buf[16];
+    if (inet_pton(AF_INET, eq + 1, buf) != 1 && inet_pton(AF_INET6, eq + 1, buf) != 1)
+        return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: \"%s\" is not an IP address",
+                       arg, eq + 1);
+    GROW(p->resolve, p->nresolve);
+    p->resolve[p->nresolve++] = (struct fb_resolve){fb_steal_ptr(name), fb_xstrdup(eq + 1)};
+    return 0;
+}
+
+const struct fb_allow *policy_allow_match(const struct fb_policy *p, const char *name,
+                                          uint16_t port)
+{
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < p->nallow; i++) {
+        const struct fb_allow *a = &p->allow[i];
+        if (port) {
+            if (a->port ? a->port != port : (port != 80 && port != 443))
+                continue;
+        }
+        size_t al = strlen(a->name);
+        if (!a->wildcard) {
+            if (nl == al && !strcmp(name, a->name))
+                return a;
+        } else if (nl > al + 1 && name[nl - al - 1] == '.' && !strcmp(name + nl - al, a->name)) {
+            return a;
+        }
+    }
+    return NULL;
+}
+
+/* ---- command lookup and interpreter binds ---- */
+
+/* Trees that are bound into every sandbox at the same path; a command that
+ * lives under one of them needs no extra bind. */
+static const char *const system_trees[] = {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/",
+                                           "/lib32/", "/libx32/", "/etc/alternatives/"};
+
+static bool in_system_tree(const char *path)
+{
+    for (size_t i = 0; i < FB_ARRAY_LEN(system_trees); i++)
+        if (!strncmp(path, system_trees[i], strlen(system_trees[i])))
+            return true;
+    return false;
+}
+
+static bool is_executable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+static char *dirname_dup(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return fb_xstrdup(".");
+    if (slash == path)
+        return fb_xstrdup("/");
+    return fb_xstrndup(path, (size_t)(slash - path));
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* The pyenv version in effect: PYENV_VERSION, a .python-version file from the
+ * current directory upwards, or $PYENV_ROOT/version. NULL = "system". */
+static char *pyenv_version(const char *root)
+{
+    const char *env = getenv("PYENV_VERSION");
+    char buf[256];
+    if (env && *env) {
+        snprintf(buf, sizeof buf, "%s", env);
+    } else {
+        buf[0] = 0;
+        char cwd[PATH_MAX];
+        if (getcwd(cwd, sizeof cwd)) {
+            for (;;) {
+                char f[PATH_MAX + 32];
+                snprintf(f, sizeof f, "%s/.python-version", strcmp(cwd, "/") ? cwd : "");
+                if (fb_read_file(f, buf, sizeof buf) > 0)
+                    break;
+                buf[0] = 0;
+                char *s = strrchr(cwd, '/');
+                if (!s || s == cwd)
+                    break;
+                *s = 0;
+            }
+        }
+        if (!buf[0]) {
+            char f[PATH_MAX];
+            snprintf(f, sizeof f, "%s/version", root);
+            if (fb_read_file(f, buf, sizeof buf) <= 0)
+                return NULL;
+        }
+    }
+    buf[strcspn(buf, ": \t\r\n")] = 0;
+    if (!buf[0] || !strcmp(buf, "system"))
+        return NULL;
+    return fb_xstrdup(buf);
+}
+
+/* If path is a pyenv shim (<root>/shims/<name>), the real program it runs, or
+ * NULL when the version is "system" (then the search goes on down PATH). */
+static char *resolve_pyenv_shim(const char *path, const char *name, bool *is_shim)
+{
+    *is_shim = false;
+    cleanup_free char *dir = dirname_dup(path);
+    if (!ends_with(dir, "/shims"))
+        return NULL;
+    cleanup_free char *root = dirname_dup(dir);
+    cleanup_free char *versions = fb_xasprintf("%s/versions", root);
+    struct stat st;
+    if (stat(versions, &st) < 0 || !S_ISDIR(st.st_mode))
+        return NULL;
+    *is_shim = true;
+    cleanup_free char *v = pyenv_version(root);
+    if (!v)
+        return NULL;
+    char *real = fb_xasprintf("%s/%s/bin/%s", versions, v, name);
+    if (is_executable_file(real))
+        return real;
+    free(real);
+    return NULL;
+}
+
+static void add_interp_bind(struct fb_policy *p, const char *prefix)
+{
+    for (size_t i = 0; i < p->ninterp_binds; i++)
+        if (!strcmp(p->interp_binds[i], prefix))
+            return;
+    GROW(p->interp_binds, p->ninterp_binds);
+    p->interp_binds[p->ninterp_binds++] = fb_xstrdup(prefix);
+}
+
+/* The prefix to bind for a program outside the system trees: the parent of
+ * its bin/ directory (a pyenv version, an nvm node, a venv), else its own
+ * directory. The prefix must not be a home directory or the root itself. */
+static int bind_prefix_of(struct fb_policy *p, const char *program, struct fb_err *err)
+{
+    char real[PATH_MAX];
+    if (!realpath(program, real))
+        return fb_errno(err, FB_EXIT_SETUP, "%s", program);
+    if (in_system_tree(real))
+        return 0;
+    cleanup_free char *dir = dirname_dup(program);
+    char rdir[PATH_MAX];
+    if (!realpath(dir, rdir))
+        return fb_errno(err, FB_EXIT_SETUP, "%s", dir);
+    cleanup_free char *prefix = ends_with(rdir, "/bin") ? dirname_dup(rdir) : fb_xstrdup(rdir);
+    /* The program's real file must be inside what we bind. */
+    size_t pl = strlen(prefix);
+    if (strncmp(real, prefix, pl) || real[pl] != '/') {
+        free(prefix);
+        cleanup_free char *rd = dirname_dup(real);
+        prefix = ends_with(rd, "/bin") ? dirname_dup(rd) : fb_xstrdup(rd);
+    }
+    /* Refuse to expose a whole home directory or a top-level tree. */
+    const char *home = getenv("HOME");
+    if (!strcmp(prefix, "/") || (home && !strcmp(prefix, home)) ||
+        strchr(prefix + 1, '/') == NULL) {
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "%s: lives in %s, which fluebox will not expose whole; use --ro-bind for "
+                       "what it needs",
+                       program, prefix);
+    }
+    add_interp_bind(p, prefix);
+    return 0;
+}
+
+/* Find argv[0] on the caller's PATH. Returns a malloc'ed path or NULL. */
+static char *lookup_host(const char *name, const char *host_path)
+{
+    if (!host_path || !*host_path)
+        host_path = "/usr/local/bin:/usr/bin:/bin";
+    cleanup_free char *copy = fb_xstrdup(host_path);
+    char *save = NULL;
+    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+        if (*d != '/')
+            continue; /* relative PATH entries mean nothing inside the sandbox */
+        cleanup_free char *cand = fb_xasprintf("%s/%s", d, name);
+        if (!is_executable_file(cand))
+            continue;
+        bool shim;
+        char *real = resolve_pyenv_shim(cand, name, &shim);
+        if (real)
+            return real;
+        if (shim)
+            continue; /* pyenv says "system": keep looking */
+        return fb_steal_ptr(cand);
+    }
+    return NULL;
+}
+
+/* Reads "#!interp" from a script; returns interp (malloc) or NULL. */
+static char *shebang_of(const char *path)
+{
+    char buf[256];
+    if (fb_read_file(path, buf, sizeof buf) < 3 || buf[0] != '#' || buf[1] != '!')
+        return NULL;
+    char *s = buf + 2;
+    while (*s == ' ' || *s == '\t')
+        s++;
+    s[strcspn(s, " \t\r\n")] = 0;
+    return *s == '/' ? fb_xstrdup(s) : NULL;
+}
+
+static bool mount_covers(const struct fb_policy *p, const char *path)
+{
+    for (size_t i = 0; i < p->nmounts; i++) {
+        const struct fb_mount *m = &p->mounts[i];
+        if (m->kind != FB_MNT_RO_BIND && m->kind != FB_MNT_BIND)
+            continue;
+        size_t l = strlen(m->dst);
+        if (!strncmp(path, m->dst, l) && (path[l] == '/' || path[l] == 0))
+            return true;
+    }
+    if (!strncmp(path, "/workspace/", 11) || !strncmp(path, "/tmp/", 5))
+        return true;
+    return false;
+}
+
+int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err)
+{
+    if (!p->argv || !p->argv[0] || !p->argv[0][0])
+        return fb_errf(err, FB_EXIT_SETUP, "no command given (usage: fluebox run [OPTIONS] -- CMD [ARGS...])");
+    if (p->nallow && p->net == FB_NET_NONE)
+        p->net = FB_NET_ALLOW;
+    if (p->net == FB_NET_HOST && !p->net_host_allowed)
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--net host: profile \"%s\" does not permit sharing the host network",
+                       p->profile_name);
+    if (p->net == FB_NET_HOST && p->nallow)
+        return fb_errf(err, FB_EXIT_SETUP, "--allow-net cannot be combined with --net host");
+    if (p->net == FB_NET_HOST)
+        p->namespaces &= ~(unsigned)FB_NS_NET;
+    else
+        p->namespaces |= FB_NS_NET;
+    if (p->proxy_env && p->net != FB_NET_ALLOW)
+        return fb_errf(err, FB_EXIT_SETUP, "--proxy-env needs an allowlist (--allow-net)");
+    if (p->proxy_env && !p->proxy_port)
+        p->proxy_port = 3128;
+    if (p->cow && !p->workspace)
+        return fb_errf(err, FB_EXIT_SETUP, "--cow needs --workspace");
+    if (p->cow_commit && !p->cow)
+        return fb_errf(err, FB_EXIT_SETUP, "--commit needs --cow");
+
+    /* The command: a name is looked up on the caller's PATH so that the same
+     * program runs inside as outside (a pyenv or nvm interpreter included); a
+     * path is taken as a path inside the sandbox. */
+    const char *cmd = p->argv[0];
+    free(p->exec_path);
+    p->exec_path = NULL;
+    if (!strchr(cmd, '/')) {
+        char *found = lookup_host(cmd, host_path);
+        if (found) {
+            if (p->bind_interpreter && bind_prefix_of(p, found, err) < 0) {
+                free(found);
+                return -1;
+            }
+            p->exec_path = found;
+        }
+        /* Not found on the host: the sandbox's PATH gets a chance, then 127. */
+    } else if (cmd[0] == '/' && !in_system_tree(cmd) && !mount_covers(p, cmd) &&
+               p->bind_interpreter && access(cmd, X_OK) == 0) {
+        if (bind_prefix_of(p, cmd, err) < 0)
+            return -1;
+    }
+    /* A script whose interpreter lives outside the system trees. */
+    const char *prog = p->exec_path ? p->exec_path : (cmd[0] == '/' ? cmd : NULL);
+    if (prog && p->bind_interpreter) {
+        cleanup_free char *interp = shebang_of(prog);
+        if (interp && !in_system_tree(interp) && is_executable_file(interp) &&
+            bind_prefix_of(p, interp, err) < 0)
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,194 @@
+/* policy.h — the policy: the one struct that says what a sandbox may do.
+ *
+ * It is filled in three layers, in this order: the built-in or file profile
+ * (profile.c), then the command-line options (cli.c), then derived values
+ * (policy_finish(): interpreter binds, defaults that depend on other fields).
+ * Every isolation module reads it; nothing else about a run is global.
+ * Ownership: all strings and arrays are heap-allocated and freed by
+ * policy_free(). */
+#ifndef FB_POLICY_H
+#define FB_POLICY_H
+
+#include "fb.h"
+
+/* Namespaces a profile may switch off (user and mount are always on). */
+enum {
+    FB_NS_PID = 1 << 0,
+    FB_NS_NET = 1 << 1,
+    FB_NS_IPC = 1 << 2,
+    FB_NS_UTS = 1 << 3,
+    FB_NS_CGROUP = 1 << 4,
+    FB_NS_ALL = 0x1f,
+};
+
+enum fb_mount_kind {
+    FB_MNT_RO_BIND, /* --ro-bind SRC[:DST] */
+    FB_MNT_BIND,    /* --bind SRC[:DST] (read-write) */
+    FB_MNT_TMPFS,   /* --tmpfs DST[:SIZE] */
+    FB_MNT_HIDE,    /* profile filesystem.hide: an empty read-only node over DST */
+};
+
+struct fb_mount {
+    enum fb_mount_kind kind;
+    char *src;      /* host path (binds) */
+    char *dst;      /* path inside the sandbox, absolute */
+    int64_t size;   /* tmpfs: bytes; 0 = the --disk size */
+    bool optional;  /* a missing source is skipped instead of an error */
+};
+
+enum fb_net_mode {
+    FB_NET_NONE,  /* own network namespace, loopback only */
+    FB_NET_ALLOW, /* own namespace + supervisor-side DNS and relay for the allowlist */
+    FB_NET_HOST,  /* share the host's network namespace */
+};
+
+/* One --allow-net pattern: "name", "*.name", optionally ":port". */
+struct fb_allow {
+    char *name;     /* lower-case, without the "*." */
+    bool wildcard;  /* "*.name": any subdomain, not name itself */
+    uint16_t port;  /* 0 = 80 and 443 */
+};
+
+/* --egress-resolve NAME=IP: the supervisor resolves NAME to IP on the host side. */
+struct fb_resolve {
+    char *name;
+    char *addr;
+};
+
+enum fb_sc_action {
+    FB_SC_ALLOW,
+    FB_SC_ERRNO, /* fail with errno_val */
+    FB_SC_KILL,  /* kill the process */
+    FB_SC_LOG,   /* allow and log through the kernel audit log */
+    FB_SC_TRACE, /* reserved for learn mode */
+};
+
+enum fb_sc_op { FB_SC_EQ, FB_SC_NE, FB_SC_LT, FB_SC_LE, FB_SC_GT, FB_SC_GE, FB_SC_MASKED_EQ };
+
+struct fb_sc_arg {
+    unsigned index;    /* 0..5 */
+    enum fb_sc_op op;
+    uint64_t value;
+    uint64_t mask;     /* FB_SC_MASKED_EQ: (arg & mask) == value */
+};
+
+struct fb_sc_rule {
+    char *name;                 /* syscall name, resolved by libseccomp */
+    enum fb_sc_action action;
+    int errno_val;
+    struct fb_sc_arg args[6];
+    unsigned nargs;
+};
+
+struct fb_seccomp {
+    bool enabled;
+    enum fb_sc_action default_action; /* allowlist profiles: ERRNO(EPERM); denylist: ALLOW */
+    int default_errno;
+    struct fb_sc_rule *rules;
+    size_t nrules;
+    bool log_denied; /* --seccomp-log: denials also go to the audit log */
+};
+
+/* Limits. For sizes and counts, -1 means unlimited (explicitly relaxed) and
+ * 0 means "not set" only transiently while parsing. */
+struct fb_limits {
+    int64_t mem;        /* bytes, memory.max / memory.limit_in_bytes, swap off */
+    double cpus;        /* CPU bandwidth in CPUs; <= 0 unlimited */
+    int64_t pids;       /* pids.max */
+    int64_t disk;       /* size of each writable tmpfs (root, /tmp, /workspace tmpfs) */
+    int64_t timeout_ms; /* wall clock; -1 none */
+    int64_t nofile;     /* RLIMIT_NOFILE */
+    int64_t fsize;      /* RLIMIT_FSIZE */
+    bool require;       /* --require-limits: fail when a limit cannot be applied */
+};
+
+struct fb_policy {
+    /* Where it came from, for the report and `profile show`. */
+    char *profile_name;    /* "strict", "standard", "trusted" or the file name */
+    char *description;
+    char **overrides;      /* CLI options that changed the profile, e.g. "--mem 256M" */
+    size_t noverrides;
+
+    /* What runs. argv[0] as given; exec_path is the resolved path inside. */
+    char **argv;
+    char *exec_path;
+    char *cwd;             /* inside; default /workspace */
+
+    /* Filesystem. */
+    char *workspace;       /* host dir bound rw at /workspace; NULL = empty tmpfs */
+    bool workspace_ro;     /* profile may make the workspace read-only */
+    bool cow;              /* overlay: workspace is the read-only lower layer */
+    char *cow_upper;       /* caller-provided upper dir; NULL = tmpfs */
+    bool cow_commit;       /* --commit: apply changes when the command succeeds */
+    char *changes_out;     /* --changes FILE|- */
+    struct fb_mount *mounts; /* profile + CLI binds, tmpfs and hides, in order */
+    size_t nmounts;
+    bool bind_interpreter; /* bind the real location of the command's interpreter */
+    char **interp_binds;   /* derived: host prefixes bound read-only at the same path */
+    size_t ninterp_binds;
+
+    /* Environment: the child gets exactly env_set, plus env_pass copied from ours. */
+    char **env_set;        /* "K=V" */
+    size_t nenv_set;
+    char **env_pass;       /* "K" */
+    size_t nenv_pass;
+
+    /* Identity. */
+    uid_t uid;             /* inside; default 1000 */
+    gid_t gid;
+    uid_t host_id;         /* when fluebox runs as root: the unprivileged host id the
+                              inside ids map to (never 0) */
+    char *hostname;        /* default "fluebox" */
+    unsigned namespaces;   /* FB_NS_* to create (user and mount always) */
+
+    /* Limits. */
+    struct fb_limits limits;
+
+    /* Network. */
+    enum fb_net_mode net;
+    bool net_host_allowed; /* the profile permits --net host */
+    struct fb_allow *allow;
+    size_t nallow;
+    struct fb_resolve *resolve;
+    size_t nresolve;
+    char *net_log;         /* --net-log FILE */
+    bool proxy_env;        /* --proxy-env: HTTP(S)_PROXY point at the in-sandbox proxy */
+    uint16_t proxy_port;   /* in-sandbox CONNECT proxy port (0 = off) */
+    int max_conns;         /* concurrent relayed connections */
+    int64_t conn_idle_ms;  /* relay idle timeout */
+
+    /* Seccomp. */
+    struct fb_seccomp seccomp;
+
+    /* Output. */
+    char *report;          /* --report FILE|- */
+    bool quiet;            /* suppress warnings */
+};
+
+/* A policy with built-in defaults (no profile applied). */
+void policy_init(struct fb_policy *p);
+void policy_free(struct fb_policy *p);
+
+/* Appenders that take ownership of nothing: they copy. */
+void policy_add_mount(struct fb_policy *p, enum fb_mount_kind kind, const char *src,
+                      const char *dst, int64_t size);
+void policy_add_override(struct fb_policy *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void policy_add_env_set(struct fb_policy *p, const char *kv);
+void policy_add_env_pass(struct fb_policy *p, const char *k);
+void policy_add_rule(struct fb_policy *p, const struct fb_sc_rule *r);
+void policy_clear_rules(struct fb_policy *p);
+/* Parse "name", "*.name", "name:port"; appends to p->allow. */
+int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err);
+int policy_add_resolve(struct fb_policy *p, const char *name_eq_ip, struct fb_err *err);
+
+/* Validate combinations and derive the rest (command lookup, interpreter binds).
+ * host_path is the caller's PATH, used to find the command. */
+int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err);
+
+/* Does name (lower-case, no trailing dot) match an allow pattern for port?
+ * port 0 asks "for any port". Returns the matching entry or NULL. */
+const struct fb_allow *policy_allow_match(const struct fb_policy *p, const char *name,
+                                          uint16_t port);
+
+#endif

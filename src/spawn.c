@@ -1,0 +1,326 @@
+/* spawn.c — clone3 into new namespaces and the parent/child handshake.
+ *
+ * Parent (supervisor)                    Child (becomes the sandbox's pid 1)
+ *   cgroup_create                           PR_SET_PDEATHSIG(SIGKILL)
+ *   idmapped workspace (root only)          mount_prepare: clone bind sources
+ *   clone3(NEWUSER|NEWPID|NEWNS|...)        ... waits for GO
+ *   write uid_map / gid_map
+ *   cgroup_attach (v1)
+ *   send GO ------------------------------> setgroups/setresgid/setresuid to
+ *                                            the inside ids (caps are kept:
+ *                                            0 is not mapped, see userns.c)
+ *                                           sethostname, net_setup_child
+ *   egress_start <------- NETFDS ---------  (allow mode: DNS + listeners)
+ *                                           mount_build: new root, pivot_root
+ *                                           init_main: drop caps, seccomp
+ *   wait READY <--------- READY ----------  fork the command / serve session
+ *
+ * The child opens its bind sources before changing ids so host permissions
+ * are checked against fluebox's own ids, and changes ids before building the
+ * root so every file it creates there belongs to the inside user. */
+#include "spawn.h"
+
+#include "ctl.h"
+#include "init.h"
+#include "mount.h"
+#include "net.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+static unsigned long ns_flags(const struct fb_policy *p)
+{
+    unsigned long f = CLONE_NEWUSER | CLONE_NEWNS;
+    if (p->namespaces & FB_NS_PID)
+        f |= CLONE_NEWPID;
+    if (p->namespaces & FB_NS_NET)
+        f |= CLONE_NEWNET;
+    if (p->namespaces & FB_NS_IPC)
+        f |= CLONE_NEWIPC;
+    if (p->namespaces & FB_NS_UTS)
+        f |= CLONE_NEWUTS;
+    if (p->namespaces & FB_NS_CGROUP)
+        f |= CLONE_NEWCGROUP;
+    return f;
+}
+
+__attribute__((noreturn)) static void child_fail(int ctl, struct fb_err *err)
+{
+    ctl_sendf(ctl, FB_MSG_ERR, err->code ? err->code : FB_EXIT_SETUP, "%s", err->msg);
+    _exit(FB_EXIT_SETUP);
+}
+
+__attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum fb_mode mode,
+                                                 int ctl, const struct fb_premounts *pre,
+                                                 const struct fb_ids *ids, bool nproc_fallback)
+{
+    struct fb_err err = {0};
+    /* If the supervisor dies, so does the sandbox (init's death empties the
+     * pid namespace). The GO read below returns EOF if it died already. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+    struct fb_layout *layout = NULL;
+    if (mount_prepare(p, pre, &layout, &err) < 0)
+        child_fail(ctl, &err);
+
+    struct fb_msg m;
+    int r = ctl_recv(ctl, &m, NULL, NULL);
+    if (r <= 0 || m.type != FB_MSG_GO)
+        _exit(FB_EXIT_SETUP);
+
+    if (ids->root && setgroups(0, NULL) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "dropping supplementary groups");
+        child_fail(ctl, &err);
+    }
+    if (setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "switching to uid %u gid %u", p->uid, p->gid);
+        child_fail(ctl, &err);
+    }
+    if ((p->namespaces & FB_NS_UTS) && sethostname(p->hostname, strlen(p->hostname)) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "sethostname");
+        child_fail(ctl, &err);
+    }
+    if (p->namespaces & FB_NS_NET) {
+        int fds[FB_CTL_MAX_FDS];
+        size_t nfds = 0;
+        if (net_setup_child(p, fds, &nfds, &err) < 0)
+            child_fail(ctl, &err);
+        if (p->net == FB_NET_ALLOW) {
+            struct fb_msg nm = {.type = FB_MSG_NETFDS};
+            if (ctl_send(ctl, &nm, fds, nfds) < 0) {
+                fb_errno(&err, FB_EXIT_SETUP, "passing network sockets");
+                child_fail(ctl, &err);
+            }
+        }
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+    }
+    if (mount_build(p, layout, &err) < 0)
+        child_fail(ctl, &err);
+    init_main(p, mode, ctl, nproc_fallback);
+}
+
+static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
+{
+    struct clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = flags | CLONE_PIDFD | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0);
+    args.pidfd = (uint64_t)(uintptr_t)pidfd;
+    args.exit_signal = SIGCHLD;
+    args.cgroup = cgfd >= 0 ? (uint64_t)cgfd : 0;
+    return (int)syscall(SYS_clone3, &args, sizeof args);
+}
+
+static const char *userns_hint(int e)
+{
+    static char buf[256];
+    char v[32];
+    if (fb_read_file("/proc/sys/kernel/unprivileged_userns_clone", v, sizeof v) > 0 && v[0] == '0')
+        return "user namespaces are disabled (kernel.unprivileged_userns_clone = 0)";
+    if (fb_read_file("/proc/sys/user/max_user_namespaces", v, sizeof v) > 0 && v[0] == '0')
+        return "user namespaces are disabled (user.max_user_namespaces = 0)";
+    if (fb_read_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns", v, sizeof v) > 0 &&
+        v[0] == '1')
+        return "AppArmor restricts unprivileged user namespaces "
+               "(kernel.apparmor_restrict_unprivileged_userns = 1)";
+    snprintf(buf, sizeof buf, "cannot create namespaces: %s", strerror(e));
+    return buf;
+}
+
+/* Prepare idmapped trees for the workspace and rw binds when running as root
+ * and the owner differs from the sandbox's host id. */
+static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
+                          struct fb_premounts *pre, struct fb_err *err)
+{
+    pre->workspace_fd = -1;
+    pre->bind_fds = NULL;
+    if (!ids->root)
+        return 0;
+    if (p->workspace && !p->cow && !p->workspace_ro) {
+        struct stat st;
+        if (stat(p->workspace, &st) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "--workspace %s", p->workspace);
+        if (st.st_uid != ids->host_uid || st.st_gid != ids->host_gid) {
+            struct fb_err e2 = {0};
+            pre->workspace_fd = userns_idmapped_tree(p->workspace, st.st_uid, st.st_gid, ids,
+                                                     false, &e2);
+            if (pre->workspace_fd < 0 && !p->quiet)
+                fb_warn("warning: %s; the workspace is mounted without an id mapping and the "
+                        "sandbox user can only write where \"other\" permissions allow",
+                        e2.msg);
+        }
+    }
+    for (size_t i = 0; i < p->nmounts; i++) {
+        const struct fb_mount *m = &p->mounts[i];
+        if (m->kind != FB_MNT_BIND)
+            continue;
+        struct stat st;
+        if (stat(m->src, &st) < 0 || (st.st_uid == ids->host_uid && st.st_gid == ids->host_gid))
+            continue;
+        if (!pre->bind_fds) {
+            pre->bind_fds = fb_xmalloc(p->nmounts * sizeof(int));
+            for (size_t k = 0; k < p->nmounts; k++)
+                pre->bind_fds[k] = -1;
+        }
+        struct fb_err e2 = {0};
+        pre->bind_fds[i] = userns_idmapped_tree(m->src, st.st_uid, st.st_gid, ids, false, &e2);
+        if (pre->bind_fds[i] < 0 && !p->quiet)
+            fb_warn("warning: --bind %s: %s", m->src, e2.msg);
+    }
+    return 0;
+}
+
+static void premounts_free(const struct fb_policy *p, struct fb_premounts *pre)
+{
+    if (pre->workspace_fd >= 0)
+        close(pre->workspace_fd);
+    if (pre->bind_fds) {
+        for (size_t i = 0; i < p->nmounts; i++)
+            if (pre->bind_fds[i] >= 0)
+                close(pre->bind_fds[i]);
+        free(pre->bind_fds);
+    }
+    pre->workspace_fd = -1;
+    pre->bind_fds = NULL;
+}
+
+static bool wants_cgroup(const struct fb_policy *p)
+{
+    return p->limits.mem > 0 || p->limits.pids > 0 || p->limits.cpus > 0;
+}
+
+int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
+                  struct fb_err *err)
+{
+    memset(sb, 0, sizeof *sb);
+    sb->pid = -1;
+    sb->pidfd = -1;
+    sb->ctl = -1;
+    sb->start_ns = fb_now_ns();
+    userns_host_ids(p, &sb->ids);
+
+    if (wants_cgroup(p)) {
+        if (cgroup_create(p, &sb->cg, err) < 0)
+            return -1;
+        const char *missing = cgroup_not_applied(sb->cg);
+        if (missing && strstr(missing, "pids"))
+            sb->nproc_fallback = true;
+    }
+
+    struct fb_premounts pre;
+    if (premounts_make(p, &sb->ids, &pre, err) < 0)
+        goto fail;
+
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "socketpair");
+        goto fail;
+    }
+    int pidfd = -1;
+    int cgfd = sb->cg ? cgroup_clone_fd(sb->cg) : -1;
+    pid_t pid = clone_sandbox(ns_flags(p), cgfd, &pidfd);
+    if (pid < 0 && cgfd >= 0 && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
+        cgfd = -1; /* no CLONE_INTO_CGROUP here: attach after the clone */
+        pid = clone_sandbox(ns_flags(p), -1, &pidfd);
+    }
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        fb_errf(err, FB_EXIT_SETUP, "%s", userns_hint(e));
+        goto fail;
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        child_main(p, mode, sv[1], &pre, &sb->ids, sb->nproc_fallback);
+    }
+    close(sv[1]);
+    premounts_free(p, &pre);
+    sb->pid = pid;
+    sb->pidfd = pidfd;
+    sb->ctl = sv[0];
+
+    if (userns_write_maps(pid, p, &sb->ids, err) < 0)
+        goto fail_child;
+    if (sb->cg && cgfd < 0 && cgroup_attach(sb->cg, pid, err) < 0)
+        goto fail_child;
+    struct fb_msg go = {.type = FB_MSG_GO};
+    if (ctl_send(sb->ctl, &go, NULL, 0) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
+        goto fail_child;
+    }
+    for (;;) {
+        struct fb_msg m;
+        int fds[FB_CTL_MAX_FDS];
+        size_t nfds = FB_CTL_MAX_FDS;
+        int r = ctl_recv(sb->ctl, &m, fds, &nfds);
+        if (r < 0) {
+            fb_errno(err, FB_EXIT_SETUP, "reading from the sandbox");
+            goto fail_child;
+        }
+        if (r == 0) {
+            fb_errf(err, FB_EXIT_SETUP, "the sandbox died during set-up");
+            goto fail_child;
+        }
+        if (m.type == FB_MSG_ERR) {
+            fb_errf(err, m.code ? m.code : FB_EXIT_SETUP, "%s", m.text);
+            goto fail_child;
+        }
+        if (m.type == FB_MSG_NETFDS) {
+            if (egress_start(p, fds, nfds, &sb->egress, err) < 0)
+                goto fail_child;
+            continue;
+        }
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        if (m.type == FB_MSG_READY)
+            return 0;
+    }
+
+fail_child:
+    sandbox_kill(sb);
+    sandbox_release(sb);
+    return -1;
+fail:
+    premounts_free(p, &pre);
+    cgroup_destroy(sb->cg);
+    sb->cg = NULL;
+    return -1;
+}
+
+void sandbox_kill(struct fb_sandbox *sb)
+{
+    if (sb->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+    else if (sb->pid > 0)
+        kill(sb->pid, SIGKILL);
+}
+
+void sandbox_release(struct fb_sandbox *sb)
+{
+    if (sb->pid > 0) {
+        siginfo_t si;
+        /* Reap init if it is gone or going; never leave a zombie behind. */
+        while (waitid(P_PID, (id_t)sb->pid, &si, WEXITED) < 0 && errno == EINTR)
+            ;
+        sb->pid = -1;
+    }
+    if (sb->pidfd >= 0)
+        close(sb->pidfd);
+    if (sb->ctl >= 0)
+        close(sb->ctl);
+    sb->pidfd = sb->ctl = -1;
+    egress_free(sb->egress);
+    sb->egress = NULL;
+    cgroup_destroy(sb->cg);
+    sb->cg = NULL;
+}

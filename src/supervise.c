@@ -1,0 +1,203 @@
+/* supervise.c — `fluebox run`: spawn the sandbox, then one epoll loop until
+ * it ends: init's pidfd, messages from init, forwarded signals, the
+ * wall-clock timeout and the egress relay. Builds the result (exit code,
+ * times, cgroup usage) and the report. */
+#include "supervise.h"
+
+#include "ctl.h"
+#include "report.h"
+#include "spawn.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
+
+enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS };
+
+static int ep_add(int ep, int fd, uint32_t key)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = key};
+    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int64_t tv_ms(struct timeval tv)
+{
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_err *err)
+{
+    memset(res, 0, sizeof *res);
+    res->status_code = -1;
+    res->seccomp_denials = -1;
+
+    /* Block the signals we forward before the child exists, so none is lost. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    for (size_t i = 0; i < FB_ARRAY_LEN(forwarded); i++)
+        sigaddset(&set, forwarded[i]);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    sigdelset(&set, SIGPIPE);
+
+    struct fb_sandbox sb;
+    if (sandbox_spawn(p, FB_MODE_RUN, &sb, err) < 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        res->setup_failed = true;
+        res->exit_code = err->code ? err->code : FB_EXIT_SETUP;
+        snprintf(res->error, sizeof res->error, "%s", err->msg);
+        return -1;
+    }
+
+    cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
+    cleanup_close int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    cleanup_close int tfd = -1;
+    if (ep < 0 || sfd < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "event loop");
+        goto fatal;
+    }
+    ep_add(ep, sb.pidfd, K_PIDFD);
+    ep_add(ep, sb.ctl, K_CTL);
+    ep_add(ep, sfd, K_SIG);
+    if (sb.egress)
+        ep_add(ep, egress_fd(sb.egress), K_EGRESS);
+    if (p->limits.timeout_ms > 0) {
+        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (tfd < 0) {
+            fb_errno(err, FB_EXIT_SETUP, "timerfd");
+            goto fatal;
+        }
+        /* Measured from the start of the spawn: set-up time counts. */
+        uint64_t deadline = sb.start_ns + (uint64_t)p->limits.timeout_ms * 1000000ull;
+        struct itimerspec its = {.it_value = {(time_t)(deadline / 1000000000ull),
+                                              (long)(deadline % 1000000000ull)}};
+        timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
+        ep_add(ep, tfd, K_TIMER);
+    }
+
+    bool have_status = false, init_gone = false;
+    int wstatus = 0;
+    while (!init_gone) {
+        struct epoll_event evs[8];
+        int n = epoll_wait(ep, evs, 8, -1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            fb_errno(err, FB_EXIT_SETUP, "epoll_wait");
+            goto fatal;
+        }
+        for (int i = 0; i < n; i++) {
+            switch (evs[i].data.u32) {
+            case K_PIDFD:
+                init_gone = true;
+                break;
+            case K_CTL: {
+                struct fb_msg m;
+                int r = ctl_recv(sb.ctl, &m, NULL, NULL);
+                if (r <= 0) {
+                    epoll_ctl(ep, EPOLL_CTL_DEL, sb.ctl, NULL);
+                    break;
+                }
+                if (m.type == FB_MSG_EXIT) {
+                    have_status = true;
+                    wstatus = m.status;
+                } else if (m.type == FB_MSG_EXEC_ERR) {
+                    snprintf(res->error, sizeof res->error, "%s", m.text);
+                }
+                break;
+            }
+            case K_SIG: {
+                struct signalfd_siginfo si;
+                while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                    syscall(SYS_pidfd_send_signal, sb.pidfd, (int)si.ssi_signo, NULL, 0);
+                break;
+            }
+            case K_TIMER:
+                res->timed_out = true;
+                sandbox_kill(&sb);
+                epoll_ctl(ep, EPOLL_CTL_DEL, tfd, NULL);
+                break;
+            case K_EGRESS:
+                egress_dispatch(sb.egress);
+                break;
+            }
+        }
+    }
+    /* Drain a final EXIT that raced with init's exit. */
+    if (!have_status) {
+        struct fb_msg m;
+        while (ctl_recv_nonblock(sb.ctl, &m) == 1)
+            if (m.type == FB_MSG_EXIT) {
+                have_status = true;
+                wstatus = m.status;
+            }
+    }
+
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    while (waitid(P_PIDFD, (id_t)sb.pidfd, &si, WEXITED) < 0 && errno == EINTR)
+        ;
+    sb.pid = -1;
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    res->wall_ms = (int64_t)((fb_now_ns() - sb.start_ns) / 1000000ull);
+    res->user_ms = tv_ms(ru.ru_utime);
+    res->sys_ms = tv_ms(ru.ru_stime);
+    res->max_rss_kb = ru.ru_maxrss;
+
+    res->cg.mem_peak = res->cg.mem_current = res->cg.pids_peak = res->cg.cpu_usage_us = -1;
+    res->cg.oom_kills = -1;
+    if (sb.cg) {
+        cgroup_usage(sb.cg, &res->cg);
+        res->cg_backend = cgroup_backend(sb.cg);
+        res->limits_applied = cgroup_applied(sb.cg);
+        res->limits_not_applied = cgroup_not_applied(sb.cg);
+        res->oom_killed = res->cg.oom_killed;
+    }
+    if (sb.egress) {
+        res->has_net = true;
+        egress_summary(sb.egress, &res->net);
+    }
+
+    if (res->timed_out) {
+        res->exit_code = FB_EXIT_TIMEOUT;
+        res->signal = SIGKILL;
+    } else if (have_status && WIFEXITED(wstatus)) {
+        res->status_code = WEXITSTATUS(wstatus);
+        res->exit_code = res->status_code;
+    } else if (have_status && WIFSIGNALED(wstatus)) {
+        res->signal = WTERMSIG(wstatus);
+        res->exit_code = 128 + res->signal;
+    } else if (res->oom_killed) {
+        res->signal = SIGKILL;
+        res->exit_code = FB_EXIT_OOM;
+    } else {
+        /* init itself died without telling us how the command ended. */
+        res->signal = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED ? si.si_status : 0;
+        res->exit_code = res->signal ? 128 + res->signal : FB_EXIT_SETUP;
+        if (!res->signal)
+            snprintf(res->error, sizeof res->error, "the sandbox's init exited unexpectedly");
+    }
+    if (res->oom_killed && res->signal == SIGKILL)
+        res->exit_code = FB_EXIT_OOM;
+
+    sandbox_release(&sb);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return 0;
+
+fatal:
+    sandbox_kill(&sb);
+    sandbox_release(&sb);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    res->setup_failed = true;
+    res->exit_code = FB_EXIT_SETUP;
+    snprintf(res->error, sizeof res->error, "%s", err->msg);
+    return -1;
+}

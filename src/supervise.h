@@ -1,0 +1,12 @@
+/* supervise.h — running one command in a sandbox to completion (`run`). */
+#ifndef FB_SUPERVISE_H
+#define FB_SUPERVISE_H
+
+#include "policy.h"
+#include "report.h"
+
+/* Spawn, wait, account. res is always filled (res->exit_code is what fluebox
+ * should exit with). Returns -1 when the sandbox could not be set up. */
+int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_err *err);
+
+#endif

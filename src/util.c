@@ -1,0 +1,312 @@
+/* util.c — error reporting, EINTR-safe I/O, size/duration parsing and
+ * allocation helpers declared in fb.h. */
+#include "fb.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <time.h>
+
+static int verrf(struct fb_err *err, int code, int errnum, const char *fmt, va_list ap)
+{
+    if (!err)
+        return -1;
+    err->code = code;
+    int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    if (errnum && n >= 0 && (size_t)n < sizeof err->msg)
+        snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", strerror(errnum));
+    return -1;
+}
+
+int fb_errf(struct fb_err *err, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    verrf(err, code, 0, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int fb_errno(struct fb_err *err, int code, const char *fmt, ...)
+{
+    int e = errno;
+    va_list ap;
+    va_start(ap, fmt);
+    verrf(err, code, e, fmt, ap);
+    va_end(ap);
+    errno = e;
+    return -1;
+}
+
+void fb_warn(const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n > sizeof buf - 2)
+        n = sizeof buf - 2;
+    buf[n++] = '\n';
+    fb_write_all(STDERR_FILENO, "fluebox: ", 9);
+    fb_write_all(STDERR_FILENO, buf, (size_t)n);
+}
+
+int fb_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0) {
+            errno = EIO;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+ssize_t fb_read_full(int fd, void *buf, size_t len)
+{
+    char *p = buf;
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = read(fd, p + got, len - got);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+int fb_write_fileat(int dirfd, const char *path, const char *data)
+{
+    int fd;
+    do
+        fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -1;
+    /* One write() per value: procfs and cgroupfs parse each write separately. */
+    size_t len = strlen(data);
+    ssize_t n;
+    do
+        n = write(fd, data, len);
+    while (n < 0 && errno == EINTR);
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        errno = e;
+        return -1;
+    }
+    if ((size_t)n != len) {
+        errno = EIO;
+        return -1;
+    }
+    return 0;
+}
+
+int fb_write_file(const char *path, const char *data)
+{
+    return fb_write_fileat(AT_FDCWD, path, data);
+}
+
+ssize_t fb_read_fileat(int dirfd, const char *path, char *buf, size_t cap)
+{
+    if (cap == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    int fd;
+    do
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    while (fd < 0 && errno == EINTR);
+    if (fd < 0)
+        return -1;
+    ssize_t n = fb_read_full(fd, buf, cap - 1);
+    int e = errno;
+    close(fd);
+    if (n < 0) {
+        errno = e;
+        return -1;
+    }
+    buf[n] = 0;
+    return n;
+}
+
+ssize_t fb_read_file(const char *path, char *buf, size_t cap)
+{
+    return fb_read_fileat(AT_FDCWD, path, buf, cap);
+}
+
+int fb_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Sizes: a positive number with an optional K/M/G/T suffix (powers of 1024,
+ * an optional trailing "B" or "iB"), or "unlimited"/"max" which gives -1. */
+int fb_parse_size(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    if (!strcmp(s, "unlimited") || !strcmp(s, "max")) {
+        *out = -1;
+        return 0;
+    }
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0)
+        return -1;
+    double mul = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 0: break;
+    case 'B': break;
+    case 'K': mul = 1024.0; end++; break;
+    case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: return -1;
+    }
+    if (mul > 1) {
+        if (*end == 'i')
+            end++;
+        if (toupper((unsigned char)*end) == 'B')
+            end++;
+    } else if (toupper((unsigned char)*end) == 'B') {
+        end++;
+    }
+    if (*end)
+        return -1;
+    v *= mul;
+    if (v < 1 || v > 9.0e18)
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* Durations: 500ms, 30s, 5m, 1h, 1.5s; a bare number is seconds. "none" = -1. */
+int fb_parse_duration_ms(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    if (!strcmp(s, "none") || !strcmp(s, "unlimited")) {
+        *out = -1;
+        return 0;
+    }
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || end == s || v <= 0)
+        return -1;
+    double ms;
+    if (!*end || !strcmp(end, "s"))
+        ms = v * 1000;
+    else if (!strcmp(end, "ms"))
+        ms = v;
+    else if (!strcmp(end, "m") || !strcmp(end, "min"))
+        ms = v * 60000;
+    else if (!strcmp(end, "h"))
+        ms = v * 3600000;
+    else
+        return -1;
+    if (ms < 1 || ms > 9.0e15)
+        return -1;
+    *out = (int64_t)(ms + 0.5);
+    return 0;
+}
+
+uint64_t fb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void oom(void)
+{
+    static const char m[] = "fluebox: out of memory\n";
+    (void)!write(STDERR_FILENO, m, sizeof m - 1);
+    _exit(FB_EXIT_SETUP);
+}
+
+void *fb_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *fb_xcalloc(size_t n, size_t m)
+{
+    void *p = calloc(n ? n : 1, m ? m : 1);
+    if (!p)
+        oom();
+    return p;
+}
+
+void *fb_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom();
+    return q;
+}
+
+char *fb_xstrdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    char *p = strdup(s);
+    if (!p)
+        oom();
+    return p;
+}
+
+char *fb_xstrndup(const char *s, size_t n)
+{
+    char *p = strndup(s, n);
+    if (!p)
+        oom();
+    return p;
+}
+
+char *fb_xasprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        oom();
+    return s;
+}
