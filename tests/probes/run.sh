@@ -1,0 +1,398 @@
+#!/usr/bin/env bash
+# tests/probes/run.sh — run every escape probe under `fluebox run` with each
+# built-in profile, and once with no sandbox at all, then print a table and a
+# last line "N passed, N failed". Exit status 0 only when nothing failed.
+#
+# What passes:
+#   * strict: every probe BLOCKED.
+#   * standard, trusted: BLOCKED, or ESCAPED where ALLOWED below says the
+#     profile allows that on purpose (and why).
+#   * no sandbox: the probes in MUST_ESCAPE* report ESCAPED and at least
+#     MIN_ESCAPE_PCT percent of all probes do: a probe that cannot detect its
+#     escape when nothing stands in the way proves nothing under a sandbox.
+#   * afterwards the host is as it was: hostname, no file in the "outside"
+#     directory, the host helper alive, no process of ours left, no mount and
+#     no fluebox cgroup left behind.
+# Run as root it then repeats the whole suite as the unprivileged user
+# $PROBE_USER (default fbtest) when that user exists, and adds both results.
+#
+# Usage: tests/probes/run.sh [--fluebox PATH] [--profiles "strict standard"]
+#          [--only "probe ..."] [--bwrap] [--no-user] [--user NAME]
+#          [--no-build] [--keep] [--verbose]
+#   --bwrap    adds an informational column: the same probes under bubblewrap
+#              with a layout like fluebox's strict one (never pass/fail).
+#   --verbose  prints every verdict line, not only those of failures.
+set -u -o pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+FLUEBOX=${FLUEBOX:-$ROOT/fluebox}
+BUILD=$HERE/build
+PROFILES="strict standard trusted"
+ONLY=""
+WITH_BWRAP=0
+RUN_USER=1
+PROBE_USER=${PROBE_USER:-fbtest}
+BUILD_FIRST=1
+KEEP=0
+VERBOSE=0
+SUB=0
+
+# Limits every sandboxed probe runs under, and the caps the resource probes
+# stop at by themselves (comfortably above the limits, so hitting a cap means
+# the limit did not hold; small enough to be harmless without a sandbox).
+MEM=64M
+PIDS=64
+DISK=32M
+SANDBOX_TIMEOUT=60s
+OUTER_TIMEOUT=90
+CAPS=(pids_cap=256 mem_cap=256 fill_cap=128 timeout=20)
+
+# Escapes a profile allows on purpose. Key "probe:profile", value the reason,
+# printed under the table. Keep this short: everything else must be blocked
+# under every profile. The README's threat model says the same.
+declare -A ALLOWED=(
+    # trusted may run in the host's network namespace (--net host is
+    # permitted there): host loopback services, the host's abstract unix
+    # sockets and the host's resolver are then reachable by design.
+    [host_loopback:trusted]="trusted may share the host network namespace"
+    [abstract_unix:trusted]="trusted may share the host network namespace (abstract sockets belong to it)"
+    [dns_external:trusted]="trusted may share the host network namespace (host resolver reachable)"
+)
+
+# With no sandbox these must report ESCAPED whoever runs them: they need no
+# privilege and no optional kernel feature.
+MUST_ESCAPE_ANY="host_secret write_outside robind_write bind_traversal proc_pid_root
+  host_proc_see host_signal host_vm_readv host_loopback abstract_unix dns_external
+  env_leak inherited_fds fork_bomb mem_bomb tmp_fill caps_left no_new_privs
+  seccomp_on personality proc_self_exe sysfs"
+# ... and these too when root runs them (they need capabilities).
+MUST_ESCAPE_ROOT="mount umount pivot_root chroot clone_ns unshare_ns setns
+  userns_nested mknod af_packet netlink_route proc_sys_write reboot swapon
+  tiocsti open_by_handle"
+# Minimum share of probes that must escape with no sandbox. The rest need a
+# privilege the caller lacks or a kernel feature this machine may not have
+# (kexec, modules and x32 are often compiled out).
+MIN_ESCAPE_PCT_ROOT=80
+MIN_ESCAPE_PCT_USER=40
+
+# Probes whose attack is exhausting a limit: when the sandbox is killed by
+# that limit before the probe can print (fluebox exits 137, 128+SIGKILL),
+# that is the limit working.
+RESOURCE_PROBES=" fork_bomb mem_bomb tmp_fill "
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --fluebox) FLUEBOX=$2; shift ;;
+    --profiles) PROFILES=$2; shift ;;
+    --only) ONLY=$2; shift ;;
+    --bwrap) WITH_BWRAP=1 ;;
+    --no-user) RUN_USER=0 ;;
+    --user) PROBE_USER=$2; shift ;;
+    --no-build) BUILD_FIRST=0 ;;
+    --keep) KEEP=1 ;;
+    --verbose) VERBOSE=1 ;;
+    --sub) SUB=1; RUN_USER=0; BUILD_FIRST=0 ;;
+    -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+say() { printf '%s\n' "$*"; }
+die() { printf 'run.sh: %s\n' "$*" >&2; exit 2; }
+
+if [ "$BUILD_FIRST" = 1 ]; then
+    make -s -C "$ROOT" -f tests/probes/probes.mk probes || die "building the probes failed"
+fi
+[ -x "$BUILD/helper/fbhost" ] || die "probes not built (make probes)"
+
+PROBES=()
+if [ -n "$ONLY" ]; then
+    for p in $ONLY; do
+        [ -x "$BUILD/$p" ] || die "no such probe: $p"
+        PROBES+=("$p")
+    done
+else
+    for f in "$HERE"/*.c; do
+        PROBES+=("$(basename "$f" .c)")
+    done
+fi
+
+if [ -n "$PROFILES" ] && [ ! -x "$FLUEBOX" ]; then
+    die "no fluebox binary at $FLUEBOX (build it first, or --fluebox PATH)"
+fi
+MODES="none $PROFILES"
+[ "$WITH_BWRAP" = 1 ] && MODES="$MODES bwrap"
+if [ "$WITH_BWRAP" = 1 ] && ! command -v bwrap >/dev/null; then
+    die "--bwrap: bwrap is not installed"
+fi
+
+ME=$(id -un)
+IS_ROOT=0
+[ "$(id -u)" = 0 ] && IS_ROOT=1
+
+# ---- host context -------------------------------------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/fbprobe.XXXXXX") || die "mktemp failed"
+chmod 755 "$TMP" # the sandbox's bind sources live here
+HELPER_PID=""
+cleanup() {
+    if [ -n "$HELPER_PID" ]; then
+        kill "$HELPER_PID" 2>/dev/null
+        wait "$HELPER_PID" 2>/dev/null
+    fi
+    if [ "$KEEP" = 1 ]; then
+        say "kept $TMP"
+    else
+        rm -rf "$TMP"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+MARKER=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+printf 'FLUEBOX-SECRET-%s\n' "$MARKER" >"$TMP/secret"
+chmod 600 "$TMP/secret"
+mkdir -p "$TMP/outside" "$TMP/bindsrc" "$TMP/bin/helper" "$TMP/out"
+printf 'read-only data\n' >"$TMP/bindsrc/data.txt"
+ln -s ../secret "$TMP/bindsrc/up"
+ln -s "$TMP/secret" "$TMP/bindsrc/abs"
+for p in "${PROBES[@]}"; do cp "$BUILD/$p" "$TMP/bin/"; done
+cp "$BUILD/helper/fbhost" "$TMP/bin/helper/"
+
+# The helper runs from $TMP (its cwd is a way to the secret for proc_pid_root)
+# with a tag in its argv that only it carries.
+(cd "$TMP" && exec "$TMP/bin/helper/fbhost" serve "$TMP/helper.info" "fluebox-host-sleeper-$MARKER") \
+    </dev/null >"$TMP/helper.log" 2>&1 &
+HELPER_PID=$!
+for _ in $(seq 100); do
+    [ -s "$TMP/helper.info" ] && break
+    sleep 0.05
+done
+[ -s "$TMP/helper.info" ] || die "host helper did not start: $(cat "$TMP/helper.log")"
+declare -A H
+while IFS='=' read -r k v; do H[$k]=$v; done <"$TMP/helper.info"
+
+HOST_HOSTNAME=$(hostname)
+UTSNS=$(stat -L -c %i /proc/self/ns/uts)
+NETNS=$(stat -L -c %i /proc/self/ns/net)
+MOUNTS_BEFORE=$(wc -l </proc/self/mountinfo)
+cgroups_left() { find /sys/fs/cgroup -mindepth 1 -maxdepth 8 -type d -name 'fluebox-*' 2>/dev/null | wc -l; }
+CGROUPS_BEFORE=$(cgroups_left)
+
+CTX=("secret=$TMP/secret" "outside=$TMP/outside" "marker=$MARKER"
+    "hostpid=${H[pid]}" "memaddr=${H[memaddr]}" "memlen=${H[memlen]}"
+    "port=${H[port]}" "dnsport=${H[dnsport]}" "abstract=${H[abstract]}"
+    "fds=7,8" "utsns=$UTSNS" "netns=$NETNS" "name=example.com" "${CAPS[@]}")
+
+# bubblewrap with a layout close to fluebox's strict one (informational).
+bwrap_cmd() {
+    local ws=$1
+    BWRAP=(bwrap --unshare-all --unshare-user --uid 1000 --gid 1000 --die-with-parent
+        --new-session --cap-drop ALL --hostname fluebox --tmpfs / --ro-bind /usr /usr)
+    local l
+    for l in bin lib lib64 sbin; do
+        if [ -L "/$l" ]; then
+            BWRAP+=(--symlink "$(readlink "/$l")" "/$l")
+        elif [ -d "/$l" ]; then
+            BWRAP+=(--ro-bind "/$l" "/$l")
+        fi
+    done
+    BWRAP+=(--proc /proc --dev /dev --tmpfs /tmp --bind "$ws" /workspace --chdir /workspace
+        --ro-bind "$TMP/bin" /probes --ro-bind "$TMP/bindsrc" /data
+        --clearenv --setenv PATH /usr/bin:/bin --setenv HOME /workspace --remount-ro /)
+}
+
+# run_one PROBE MODE: runs it, leaves "VERDICT<TAB>detail" in $TMP/out/P.M.v
+run_one() {
+    local p=$1 mode=$2
+    local ws=$TMP/ws-$p-$mode out=$TMP/out/$p.$mode
+    mkdir -p "$ws" "$TMP/fill-$p"
+    ln -s ../secret "$ws/up"
+    ln -s "$TMP/secret" "$ws/abs"
+    local cmd=()
+    [ "$p" = tiocsti ] && cmd+=("$TMP/bin/helper/fbhost" pty --)
+    case "$mode" in
+    none)
+        cmd+=("$TMP/bin/$p" "${CTX[@]}" "data=$TMP/bindsrc" "fill=$TMP/fill-$p")
+        ;;
+    bwrap)
+        bwrap_cmd "$ws"
+        cmd+=("${BWRAP[@]}" -- "/probes/$p" "${CTX[@]}" data=/data fill=/tmp)
+        ;;
+    *)
+        cmd+=("$FLUEBOX" run --profile "$mode" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
+            --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
+            --ro-bind "$TMP/bin:/probes" --ro-bind "$TMP/bindsrc:/data"
+            -- "/probes/$p" "${CTX[@]}" data=/data fill=/tmp)
+        ;;
+    esac
+    local rc
+    (cd "$ws" && exec env FLUEBOX_PROBE_ENV="$MARKER" timeout -k 5 "$OUTER_TIMEOUT" "${cmd[@]}") \
+        </dev/null >"$out.stdout" 2>"$out.stderr" 7<"$TMP/secret" 8<"$TMP"
+    rc=$?
+    local line verdict detail
+    line=$(grep -m1 -E "^(BLOCKED|ESCAPED|SKIP|ERROR) $p: " "$out.stdout")
+    if [ -n "$line" ]; then
+        verdict=${line%% *}
+        detail=${line#*: }
+    elif [ "$mode" != none ] && [ "$rc" = 137 ] && [[ $RESOURCE_PROBES == *" $p "* ]]; then
+        verdict=BLOCKED
+        detail="sandbox killed by its limit before the probe could report (exit 137)"
+    else
+        verdict=ERROR
+        detail="no verdict, exit $rc: $(tail -n 3 "$out.stderr" | tr '\n' ' ')"
+    fi
+    printf '%s\t%s\t%s\n' "$verdict" "$rc" "$detail" >"$out.v"
+}
+
+PASS=0
+FAIL=0
+FAILURES=()
+pass() { PASS=$((PASS + 1)); }
+fail() { FAIL=$((FAIL + 1)); FAILURES+=("$*"); }
+
+say "fluebox escape probes as $ME: ${#PROBES[@]} probes x modes: $MODES"
+say "limits: --mem $MEM --pids $PIDS --disk $DISK; $(uname -sr)"
+for p in "${PROBES[@]}"; do
+    for m in $MODES; do
+        run_one "$p" "$m"
+    done
+done
+
+# ---- table and verdicts ---------------------------------------------------
+declare -A CELL
+escapes_none=0
+printf '\n%-16s' probe
+for m in $MODES; do printf ' %-9s' "$m"; done
+printf '\n'
+for p in "${PROBES[@]}"; do
+    printf '%-16s' "$p"
+    for m in $MODES; do
+        IFS=$'\t' read -r v rc detail <"$TMP/out/$p.$m.v"
+        cell=$v
+        case "$m" in
+        none)
+            [ "$v" = ESCAPED ] && { escapes_none=$((escapes_none + 1)); cell=escaped; }
+            [ "$v" = BLOCKED ] && cell=blocked
+            [ "$v" = SKIP ] && cell=skip
+            ;;
+        bwrap)
+            [ "$v" = BLOCKED ] && cell=blocked
+            [ "$v" = ESCAPED ] && cell=escaped
+            ;;
+        *)
+            if [ "$v" = BLOCKED ]; then
+                cell=blocked
+                pass
+            elif [ "$v" = ESCAPED ] && [ -n "${ALLOWED[$p:$m]:-}" ] && [ "$m" != strict ]; then
+                cell=allowed
+                pass
+            else
+                [ "$v" = ESCAPED ] && cell=ESCAPED!
+                [ "$v" = SKIP ] && cell=SKIP!
+                [ "$v" = ERROR ] && cell=ERROR!
+                fail "$p under $m: $v: $detail"
+            fi
+            ;;
+        esac
+        CELL[$p:$m]=$v
+        printf ' %-9s' "$cell"
+    done
+    printf '\n'
+done
+
+# No sandbox: the probes must be able to see an escape.
+must=$MUST_ESCAPE_ANY
+[ "$IS_ROOT" = 1 ] && must="$must $MUST_ESCAPE_ROOT"
+for p in $must; do
+    [ -n "${CELL[$p:none]:-}" ] || continue
+    if [ "${CELL[$p:none]}" = ESCAPED ]; then
+        pass
+    else
+        IFS=$'\t' read -r v rc detail <"$TMP/out/$p.none.v"
+        fail "$p with no sandbox: expected ESCAPED, got $v: $detail"
+    fi
+done
+min_pct=$MIN_ESCAPE_PCT_USER
+[ "$IS_ROOT" = 1 ] && min_pct=$MIN_ESCAPE_PCT_ROOT
+need=$(((${#PROBES[@]} * min_pct + 99) / 100))
+if [ "$escapes_none" -ge "$need" ]; then
+    pass
+else
+    fail "only $escapes_none of ${#PROBES[@]} probes escaped with no sandbox (need $need, $min_pct%)"
+fi
+
+# The host is as it was.
+check() { # check DESCRIPTION COMMAND...
+    local what=$1
+    shift
+    if "$@"; then pass; else fail "host check: $what"; fi
+}
+check "hostname unchanged ($HOST_HOSTNAME)" test "$(hostname)" = "$HOST_HOSTNAME"
+check "nothing written to the outside directory" test -z "$(ls -A "$TMP/outside")"
+check "host helper still alive" kill -0 "$HELPER_PID"
+leftovers=()
+for d in /proc/[0-9]*; do
+    pid=${d#/proc/}
+    [ "$pid" = "$$" ] || [ "$pid" = "$HELPER_PID" ] && continue
+    if grep -qaF -- "marker=$MARKER" "$d/cmdline" 2>/dev/null; then
+        leftovers+=("$pid")
+    fi
+done
+check "no probe or sandbox process left (${leftovers[*]:-none})" test ${#leftovers[@]} = 0
+for pid in "${leftovers[@]}"; do kill -KILL "$pid" 2>/dev/null; done
+check "no mount left on the host" test "$(wc -l </proc/self/mountinfo)" -le "$MOUNTS_BEFORE"
+check "no fluebox cgroup left behind" test "$(cgroups_left)" -le "$CGROUPS_BEFORE"
+
+say ""
+say "blocked: every attempt failed; allowed: escaped where the profile permits it"
+say "(reasons below); ESCAPED!/ERROR!/SKIP!: failures. 'none' is the same probe"
+say "with no sandbox: escaped there shows the probe can see its escape."
+say "no sandbox: $escapes_none of ${#PROBES[@]} probes escaped (need $need)"
+shown=""
+for k in "${!ALLOWED[@]}"; do
+    if [[ $MODES == *" ${k#*:}"* ]] && [ "${CELL[$k]:-}" = ESCAPED ]; then
+        shown="$shown\n  allowed ${k%%:*} under ${k#*:}: ${ALLOWED[$k]}"
+    fi
+done
+[ -n "$shown" ] && printf "allowed escapes:$shown\n"
+if [ "$VERBOSE" = 1 ]; then
+    say ""
+    for p in "${PROBES[@]}"; do
+        for m in $MODES; do
+            IFS=$'\t' read -r v rc detail <"$TMP/out/$p.$m.v"
+            printf '  %-8s %-8s %s: %s\n' "$m" "$v" "$p" "$detail"
+        done
+    done
+fi
+if [ ${#FAILURES[@]} -gt 0 ]; then
+    say ""
+    say "failures ($ME):"
+    for f in "${FAILURES[@]}"; do say "  $f"; done
+fi
+
+# ---- the same as an unprivileged user -------------------------------------
+if [ "$IS_ROOT" = 1 ] && [ "$RUN_USER" = 1 ] && id "$PROBE_USER" >/dev/null 2>&1; then
+    say ""
+    say "---- again as $PROBE_USER ----"
+    args=(--sub --fluebox "$FLUEBOX" --profiles "$PROFILES")
+    [ -n "$ONLY" ] && args+=(--only "$ONLY")
+    [ "$WITH_BWRAP" = 1 ] && args+=(--bwrap)
+    [ "$VERBOSE" = 1 ] && args+=(--verbose)
+    subout=$TMP/sub.out
+    runuser -u "$PROBE_USER" -- env -i PATH="$PATH" HOME="$TMP" LANG=C.UTF-8 TMPDIR=/tmp \
+        bash "$HERE/run.sh" "${args[@]}" </dev/null 2>&1 | tee "$subout"
+    last=$(tail -n 1 "$subout")
+    if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+        PASS=$((PASS + BASH_REMATCH[1]))
+        FAIL=$((FAIL + BASH_REMATCH[2]))
+    else
+        fail "the run as $PROBE_USER did not finish: $last"
+        say "run as $PROBE_USER did not finish"
+    fi
+    say ""
+fi
+
+say "$PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
