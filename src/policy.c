@@ -484,9 +484,13 @@ int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err
         }
         /* Not found on the host: the sandbox's PATH gets a chance, then 127. */
     } else if (cmd[0] == '/' && !in_system_tree(cmd) && !mount_covers(p, cmd) &&
-               p->bind_interpreter && access(cmd, X_OK) == 0) {
-        if (bind_prefix_of(p, cmd, err) < 0)
-            return -1;
+               p->bind_interpreter && is_executable_file(cmd)) {
+        /* An absolute path is a path inside the sandbox; when it names a
+         * program of the host's that lives in a tree of its own (a venv, a
+         * toolchain), bring that tree along. Otherwise it simply will not be
+         * found inside (127). */
+        struct fb_err ignored;
+        bind_prefix_of(p, cmd, &ignored);
     }
     /* A script whose interpreter lives outside the system trees. */
     const char *prog = p->exec_path ? p->exec_path : (cmd[0] == '/' ? cmd : NULL);

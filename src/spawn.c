@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -65,7 +66,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
 {
     struct fb_err err = {0};
     /* If the supervisor dies, so does the sandbox (init's death empties the
-     * pid namespace). The GO read below returns EOF if it died already. */
+     * pid namespace). Set again after the id change below, which clears it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
 
     struct fb_layout *layout = NULL;
@@ -85,6 +86,12 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         fb_errno(&err, FB_EXIT_SETUP, "switching to uid %u gid %u", p->uid, p->gid);
         child_fail(ctl, &err);
     }
+    /* Changing credentials cleared the parent-death signal: set it again,
+     * then make sure the supervisor did not die before it took effect. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    struct pollfd pfd = {.fd = ctl, .events = POLLIN};
+    if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
+        _exit(FB_EXIT_SETUP);
     if ((p->namespaces & FB_NS_UTS) && sethostname(p->hostname, strlen(p->hostname)) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "sethostname");
         child_fail(ctl, &err);

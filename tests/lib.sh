@@ -23,7 +23,7 @@ run_fb() {
   else
     # setpriv keeps the current directory and environment, drops to the user.
     setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups --reset-env -- \
-      env PATH="$PATH" HOME=/tmp "$FB" "$@" >"$T/.out" 2>"$T/.err" </dev/null; RC=$?
+      env PATH="$PATH" HOME=/tmp $(env | grep '^FLUEBOX_' | tr '\n' ' ') "$FB" "$@" >"$T/.out" 2>"$T/.err" </dev/null; RC=$?
   fi
   OUT=$(cat "$T/.out"); ERR=$(cat "$T/.err")
   return 0
@@ -43,6 +43,18 @@ expect_out() {
   case "$OUT" in
     *"$want"*) if [ "$RC" = 0 ]; then ok "$name"; else fail "$name" "exit $RC; stderr: $(printf %s "$ERR" | head -c 300)"; fi ;;
     *) fail "$name" "stdout lacks '$want' (exit $RC): $(printf %s "$OUT" | head -c 200) / $(printf %s "$ERR" | head -c 200)" ;;
+  esac
+}
+
+# expect_fail NAME SUBSTRING ARGS... — a non-zero exit (the command's own
+# failure, not fluebox's 125) and stderr contains SUBSTRING.
+expect_fail() {
+  local name=$1 sub=$2; shift 2
+  run_fb "$@"
+  if [ "$RC" = 0 ] || [ "$RC" = 125 ]; then fail "$name" "exit $RC; stderr: $(printf %s "$ERR" | head -c 300)"; return; fi
+  case "$ERR" in
+    *"$sub"*) ok "$name" ;;
+    *) fail "$name" "stderr lacks '$sub': $(printf %s "$ERR" | head -c 300)" ;;
   esac
 }
 

@@ -45,7 +45,7 @@ run_integration() { # binary user label
     local t; t=$(mktemp -d /tmp/fbt.XXXXXX); chmod 755 "$t"
     [ "$user" != root ] && chown "$user" "$t"
     echo "== $label $(basename "$f")" >> "$LOG"
-    FB=$fb FB_AS=$user T=$t ROOT=$ROOT timeout 600 bash "$f" 2>>"$LOG" | count "$label $(basename "$f" .sh)"
+    count "$label $(basename "$f" .sh)" < <(FB=$fb FB_AS=$user T=$t ROOT=$ROOT timeout 600 bash "$f" 2>>"$LOG")
     rm -rf "$t"
   done
 }
@@ -53,7 +53,7 @@ run_integration() { # binary user label
 echo "fluebox tests: $(./fluebox --version)"
 if [ -d tests/unit ] && ls tests/unit/*.c >/dev/null 2>&1; then
   echo "-- unit"
-  make -s build/unit-tests >>"$LOG" 2>&1 && build/unit-tests | count unit || { FAIL=$((FAIL+1)); FAILED+=("[unit] build failed"); }
+  if make -s build/unit-tests >>"$LOG" 2>&1; then count unit < <(build/unit-tests); else FAIL=$((FAIL+1)); FAILED+=("[unit] build failed"); fi
 fi
 echo "-- integration (root)"
 run_integration "$BIN/fluebox" root root
@@ -69,7 +69,7 @@ fi
 for extra in tests/probes/run.sh tests/suites/*.sh; do
   [ -x "$extra" ] || continue
   echo "-- $extra"
-  FB="$BIN/fluebox" ROOT=$ROOT "$extra" 2>>"$LOG" | count "$(basename "$(dirname "$extra")")/$(basename "$extra" .sh)"
+  count "$(basename "$(dirname "$extra")")/$(basename "$extra" .sh)" < <(FB="$BIN/fluebox" ROOT=$ROOT "$extra" 2>>"$LOG")
 done
 
 echo
