@@ -272,21 +272,21 @@ static int apply_opt(struct fb_policy *p, const struct opt *o, const char *v, st
         p->cow_commit = true;
         return 0;
     case O_UID: {
-        uint32_t id;
+        uint32_t id = 0;
         if (parse_id(o->name, v, &id, err) < 0)
             return -1;
         p->uid = id;
         return 0;
     }
     case O_GID: {
-        uint32_t id;
+        uint32_t id = 0;
         if (parse_id(o->name, v, &id, err) < 0)
             return -1;
         p->gid = id;
         return 0;
     }
     case O_HOST_ID: {
-        uint32_t id;
+        uint32_t id = 0;
         if (parse_id(o->name, v, &id, err) < 0)
             return -1;
         if (id == 0)
