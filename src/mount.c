@@ -39,13 +39,15 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-/* Host /etc entries a normal program expects. Missing ones are skipped;
- * symlinks are recreated as symlinks (they point into /usr). */
+/* Host /etc entries a normal program expects, kept short because each bind
+ * costs on every start: the ld.so cache, Debian's alternatives (cc, awk, ...
+ * in /usr/bin point there), TLS certificates and openssl.cnf, the time zone,
+ * name-service, protocol and service tables, Python's site hooks. Missing
+ * ones are skipped; symlinks are recreated as symlinks (they point into
+ * /usr). Profiles can add more with a filesystem "ro" entry. */
 static const char *const etc_binds[] = {
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
-    "ca-certificates.conf", "localtime", "timezone", "nsswitch.conf", "protocols", "services",
-    "host.conf", "gai.conf", "mime.types", "python3", "python3.11", "python3.12", "python3.13",
-    "gitconfig", "inputrc", "bash.bashrc", "profile", "environment", "magic",
+    "ld.so.cache", "alternatives", "ssl", "localtime", "nsswitch.conf", "protocols",
+    "services", "python3", "python3.11", "python3.12", "python3.13",
 };
 
 /* Top-level system trees: bound read-only, or recreated when they are the
