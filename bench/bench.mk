@@ -1,0 +1,31 @@
+# bench/bench.mk — benchmarks. Included by the top-level Makefile
+# (`-include bench/bench.mk`); paths are relative to the repository root.
+#
+#   make bench          full run: bench/results/latest.md and latest.json
+#   make bench-quick    a short smoke run of the same (noisier numbers)
+#   make bench-setup    install bubblewrap from Debian if it is missing
+#
+# The harness is built with its own flags so that sanitizer builds of
+# fluebox do not leak into it.
+
+BENCH_DIR    := bench
+BENCH_HARNESS := $(BENCH_DIR)/build/fbbench
+BENCH_CC     ?= cc
+BENCH_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Werror
+
+.PHONY: bench bench-quick bench-setup bench-build
+
+bench-build: $(BENCH_HARNESS)
+
+$(BENCH_HARNESS): $(BENCH_DIR)/fbbench.c
+	@mkdir -p $(dir $@)
+	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -lm
+
+bench-setup:
+	@command -v bwrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap
+
+bench: $(BENCH_HARNESS) fluebox bench-setup
+	$(BENCH_DIR)/run.sh
+
+bench-quick: $(BENCH_HARNESS) fluebox bench-setup
+	$(BENCH_DIR)/run.sh --quick

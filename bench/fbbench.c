@@ -1,0 +1,636 @@
+/* fbbench.c — the timing harness behind `make bench`.
+ *
+ * It runs commands ("variants") side by side and reports each one next to
+ * the others, so that machine noise hits every variant alike:
+ *
+ *   fbbench time  [OPTIONS] @NAME CMD ARGS... @NAME CMD ARGS...
+ *       wall time of fork + exec + wait, interleaved: every round runs each
+ *       variant once, and the order rotates from round to round.
+ *       Median, p90, p99, mean, min, max.
+ *   fbbench throughput [OPTIONS] @NAME CMD... ...
+ *       completed runs per second with --workers parallel loops, in
+ *       one-second slices that alternate between the variants.
+ *   fbbench rss [OPTIONS] @NAME CMD... ...
+ *       peak RSS (VmHWM) of the launched process itself, and of every process
+ *       of its tree running the same binary, sampled while the payload (which
+ *       should sleep) runs.
+ *
+ * Options: --title T  --reps N  --warmup N  --workers N  --seconds N
+ *          --baseline NAME (repeatable: ratio columns against these)
+ *          --json FILE (append one JSON object)  --md FILE (append a table)
+ *          --note TEXT (printed under the table)
+ *
+ * A variant whose command exits non-zero counts as a failure and its sample
+ * is dropped; failures are reported, never hidden. Standard input, output and
+ * error of the commands are /dev/null.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#define MAX_VARIANTS 32
+#define MAX_BASELINES 4
+
+struct variant {
+    const char *name;
+    char **argv;
+    double *samples; /* ms, or KB for rss */
+    size_t n, cap;
+    long failures;
+    int last_status;
+    /* results */
+    double median, p90, p99, mean, min, max;
+    double per_sec;   /* throughput */
+    long runs;
+    double self_hwm_kb, tree_hwm_kb, self_rss_kb;
+};
+
+static struct variant vars[MAX_VARIANTS];
+static int nvars;
+static const char *baselines[MAX_BASELINES];
+static int nbaselines;
+static const char *title = "benchmark";
+static const char *note;
+static long reps = 100, warmup = 5, workers = 2, seconds = 5;
+static int devnull = -1;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void push(struct variant *v, double x)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 64;
+        v->samples = realloc(v->samples, v->cap * sizeof(double));
+        if (!v->samples) {
+            perror("fbbench: realloc");
+            exit(2);
+        }
+    }
+    v->samples[v->n++] = x;
+}
+
+static pid_t spawn(char **argv)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static int wait_status(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return st;
+}
+
+/* One fork + exec + wait; returns ms, or -1 on a non-zero exit. */
+static double run_once(struct variant *v)
+{
+    double t0 = now_ms();
+    pid_t pid = spawn(v->argv);
+    if (pid < 0)
+        return -1;
+    int st = wait_status(pid);
+    double t1 = now_ms();
+    v->last_status = st;
+    if (st != 0)
+        return -1;
+    return t1 - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of sorted samples. */
+static double pct(const double *s, size_t n, double q)
+{
+    if (n == 0)
+        return NAN;
+    size_t k = (size_t)ceil(q * (double)n);
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return s[k - 1];
+}
+
+static void summarise(struct variant *v)
+{
+    if (v->n == 0) {
+        v->median = v->p90 = v->p99 = v->mean = v->min = v->max = NAN;
+        return;
+    }
+    qsort(v->samples, v->n, sizeof(double), cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < v->n; i++)
+        sum += v->samples[i];
+    v->mean = sum / (double)v->n;
+    v->min = v->samples[0];
+    v->max = v->samples[v->n - 1];
+    v->median = v->n % 2 ? v->samples[v->n / 2]
+                         : (v->samples[v->n / 2 - 1] + v->samples[v->n / 2]) / 2;
+    v->p90 = pct(v->samples, v->n, 0.90);
+    v->p99 = pct(v->samples, v->n, 0.99);
+}
+
+static void mode_time(void)
+{
+    /* Warm-up rounds (page cache, dentries, lazy kernel state) are dropped. */
+    for (long r = 0; r < warmup; r++)
+        for (int i = 0; i < nvars; i++)
+            run_once(&vars[i]);
+    for (long r = 0; r < reps; r++) {
+        for (int k = 0; k < nvars; k++) {
+            struct variant *v = &vars[(k + r) % nvars]; /* rotate the order */
+            double ms = run_once(v);
+            if (ms < 0)
+                v->failures++;
+            else
+                push(v, ms);
+        }
+    }
+    for (int i = 0; i < nvars; i++)
+        summarise(&vars[i]);
+}
+
+/* Workers loop fork/exec/wait until the deadline; each writes its count. */
+static long slice(struct variant *v, double ms, long *fails)
+{
+    int p[2];
+    if (pipe(p) < 0)
+        return 0;
+    pid_t w[64];
+    int nw = (int)(workers > 64 ? 64 : workers);
+    for (int i = 0; i < nw; i++) {
+        w[i] = fork();
+        if (w[i] == 0) {
+            close(p[0]);
+            long c[2] = {0, 0};
+            double end = now_ms() + ms;
+            while (now_ms() < end) {
+                if (run_once(v) < 0)
+                    c[1]++;
+                else
+                    c[0]++;
+            }
+            if (write(p[1], c, sizeof(c)) != (ssize_t)sizeof(c))
+                _exit(1);
+            _exit(0);
+        }
+    }
+    close(p[1]);
+    long total = 0, c[2];
+    while (read(p[0], c, sizeof(c)) == (ssize_t)sizeof(c)) {
+        total += c[0];
+        *fails += c[1];
+    }
+    close(p[0]);
+    for (int i = 0; i < nw; i++)
+        if (w[i] > 0)
+            wait_status(w[i]);
+    return total;
+}
+
+static void mode_throughput(void)
+{
+    for (int i = 0; i < nvars; i++)
+        slice(&vars[i], 200, &vars[i].failures); /* warm-up */
+    for (int i = 0; i < nvars; i++)
+        vars[i].failures = 0;
+    for (long s = 0; s < seconds; s++)
+        for (int k = 0; k < nvars; k++) {
+            struct variant *v = &vars[(k + s) % nvars];
+            v->runs += slice(v, 1000, &v->failures);
+        }
+    for (int i = 0; i < nvars; i++)
+        vars[i].per_sec = (double)vars[i].runs / (double)seconds;
+}
+
+static long status_kb(pid_t pid, const char *key)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    long v = -1;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof(line), f))
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':') {
+            v = strtol(line + kl + 1, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+static pid_t ppid_of(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    int pp;
+    if (!p || sscanf(p + 1, " %*c %d", &pp) != 1)
+        return -1;
+    return pp;
+}
+
+static bool descends_from(pid_t pid, pid_t top)
+{
+    for (int depth = 0; depth < 64 && pid > 1; depth++) {
+        if (pid == top)
+            return true;
+        pid = ppid_of(pid);
+    }
+    return false;
+}
+
+/* Sum VmHWM over top and its descendants that run the same executable. */
+static void sample_tree(pid_t top, double *self_hwm, double *self_rss, double *tree_hwm)
+{
+    char exe_top[PATH_MAX], exe[PATH_MAX], path[64];
+    snprintf(path, sizeof(path), "/proc/%d/exe", (int)top);
+    ssize_t n = readlink(path, exe_top, sizeof(exe_top) - 1);
+    if (n <= 0)
+        return;
+    exe_top[n] = 0;
+    long h = status_kb(top, "VmHWM"), r = status_kb(top, "VmRSS");
+    if (h > *self_hwm)
+        *self_hwm = (double)h;
+    if (r > *self_rss)
+        *self_rss = (double)r;
+    double sum = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 1)
+            continue;
+        snprintf(path, sizeof(path), "/proc/%ld/exe", pid);
+        n = readlink(path, exe, sizeof(exe) - 1);
+        if (n <= 0)
+            continue;
+        exe[n] = 0;
+        if (strcmp(exe, exe_top) != 0 || !descends_from((pid_t)pid, top))
+            continue;
+        long kb = status_kb((pid_t)pid, "VmHWM");
+        if (kb > 0)
+            sum += (double)kb;
+    }
+    closedir(d);
+    if (sum > *tree_hwm)
+        *tree_hwm = sum;
+}
+
+static void mode_rss(void)
+{
+    /* Per variant: reps runs; in each, sample from 300 ms to 700 ms into the
+     * run (the payload should sleep about a second). Medians over runs. */
+    for (int i = 0; i < nvars; i++) {
+        struct variant *v = &vars[i];
+        double *sh = calloc((size_t)reps, sizeof(double));
+        double *sr = calloc((size_t)reps, sizeof(double));
+        double *th = calloc((size_t)reps, sizeof(double));
+        long got = 0;
+        for (long r = 0; r < reps; r++) {
+            pid_t pid = spawn(v->argv);
+            if (pid < 0)
+                break;
+            double hwm = -1, rss = -1, tree = -1;
+            usleep(300000);
+            for (int s = 0; s < 8; s++) {
+                sample_tree(pid, &hwm, &rss, &tree);
+                usleep(50000);
+            }
+            int st = wait_status(pid);
+            if (st != 0 || hwm <= 0) {
+                v->failures++;
+                v->last_status = st;
+                continue;
+            }
+            sh[got] = hwm, sr[got] = rss, th[got] = tree;
+            got++;
+        }
+        if (got) {
+            qsort(sh, (size_t)got, sizeof(double), cmp_double);
+            qsort(sr, (size_t)got, sizeof(double), cmp_double);
+            qsort(th, (size_t)got, sizeof(double), cmp_double);
+            v->self_hwm_kb = sh[got / 2];
+            v->self_rss_kb = sr[got / 2];
+            v->tree_hwm_kb = th[got / 2];
+        } else {
+            v->self_hwm_kb = v->self_rss_kb = v->tree_hwm_kb = NAN;
+        }
+        v->runs = got;
+        free(sh), free(sr), free(th);
+    }
+}
+
+static struct variant *find(const char *name)
+{
+    for (int i = 0; i < nvars; i++)
+        if (strcmp(vars[i].name, name) == 0)
+            return &vars[i];
+    return NULL;
+}
+
+/* The figure a variant is compared by: lower is better except throughput. */
+static double key(const struct variant *v, const char *mode)
+{
+    if (!strcmp(mode, "throughput"))
+        return v->per_sec;
+    if (!strcmp(mode, "rss"))
+        return v->self_hwm_kb;
+    return v->median;
+}
+
+static void json_num(FILE *f, const char *k, double x, int prec)
+{
+    if (isnan(x))
+        fprintf(f, "\"%s\":null", k);
+    else
+        fprintf(f, "\"%s\":%.*f", k, prec, x);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void emit_json(FILE *f, const char *mode)
+{
+    fprintf(f, "{\"title\":");
+    json_str(f, title);
+    fprintf(f, ",\"kind\":\"%s\",\"reps\":%ld,\"warmup\":%ld", mode, reps, warmup);
+    if (!strcmp(mode, "throughput"))
+        fprintf(f, ",\"workers\":%ld,\"seconds\":%ld", workers, seconds);
+    if (note) {
+        fprintf(f, ",\"note\":");
+        json_str(f, note);
+    }
+    fprintf(f, ",\"variants\":[");
+    for (int i = 0; i < nvars; i++) {
+        struct variant *v = &vars[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_str(f, v->name);
+        fprintf(f, ",\"command\":");
+        char cmd[2048] = "";
+        for (char **a = v->argv; *a; a++) {
+            if (a != v->argv)
+                strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
+            strncat(cmd, *a, sizeof(cmd) - strlen(cmd) - 1);
+        }
+        json_str(f, cmd);
+        fprintf(f, ",\"failures\":%ld,", v->failures);
+        if (!strcmp(mode, "time")) {
+            fprintf(f, "\"samples\":%zu,", v->n);
+            json_num(f, "median_ms", v->median, 3), fputc(',', f);
+            json_num(f, "p90_ms", v->p90, 3), fputc(',', f);
+            json_num(f, "p99_ms", v->p99, 3), fputc(',', f);
+            json_num(f, "mean_ms", v->mean, 3), fputc(',', f);
+            json_num(f, "min_ms", v->min, 3), fputc(',', f);
+            json_num(f, "max_ms", v->max, 3);
+        } else if (!strcmp(mode, "throughput")) {
+            fprintf(f, "\"runs\":%ld,", v->runs);
+            json_num(f, "per_sec", v->per_sec, 1);
+        } else {
+            fprintf(f, "\"runs\":%ld,", v->runs);
+            json_num(f, "self_hwm_kb", v->self_hwm_kb, 0), fputc(',', f);
+            json_num(f, "self_rss_kb", v->self_rss_kb, 0), fputc(',', f);
+            json_num(f, "tree_hwm_kb", v->tree_hwm_kb, 0);
+        }
+        fprintf(f, ",\"ratios\":{");
+        int first = 1;
+        for (int b = 0; b < nbaselines; b++) {
+            struct variant *bv = find(baselines[b]);
+            if (!bv || bv == v)
+                continue;
+            double r = key(v, mode) / key(bv, mode);
+            fprintf(f, "%s", first ? "" : ",");
+            first = 0;
+            json_num(f, baselines[b], r, 3);
+        }
+        fprintf(f, "}}");
+    }
+    fprintf(f, "]}\n");
+}
+
+static void cell_ratio(FILE *f, const struct variant *v, const char *mode, const char *base)
+{
+    struct variant *bv = find(base);
+    if (!bv || bv == v) {
+        fprintf(f, " — |");
+        return;
+    }
+    double r = key(v, mode) / key(bv, mode);
+    if (isnan(r) || isinf(r))
+        fprintf(f, " n/a |");
+    else
+        fprintf(f, " %.2f× |", r);
+}
+
+static void emit_md(FILE *f, const char *mode)
+{
+    fprintf(f, "\n### %s\n\n", title);
+    if (!strcmp(mode, "time")) {
+        fprintf(f, "| variant | median ms | p90 ms | p99 ms | failures |");
+    } else if (!strcmp(mode, "throughput")) {
+        fprintf(f, "| variant | runs/s (%ld workers) | failures |", workers);
+    } else {
+        fprintf(f, "| variant | own VmHWM KB | own VmRSS KB | all its processes, VmHWM KB | failures |");
+    }
+    for (int b = 0; b < nbaselines; b++)
+        if (find(baselines[b]))
+            fprintf(f, " × %s |", baselines[b]);
+    fprintf(f, "\n|---|");
+    int cols = !strcmp(mode, "time") ? 4 : !strcmp(mode, "throughput") ? 2 : 4;
+    for (int c = 0; c < cols; c++)
+        fprintf(f, "---:|");
+    for (int b = 0; b < nbaselines; b++)
+        if (find(baselines[b]))
+            fprintf(f, "---:|");
+    fprintf(f, "\n");
+    for (int i = 0; i < nvars; i++) {
+        struct variant *v = &vars[i];
+        fprintf(f, "| %s |", v->name);
+        if (!strcmp(mode, "time"))
+            fprintf(f, " %.2f | %.2f | %.2f | %ld |", v->median, v->p90, v->p99, v->failures);
+        else if (!strcmp(mode, "throughput"))
+            fprintf(f, " %.0f | %ld |", v->per_sec, v->failures);
+        else
+            fprintf(f, " %.0f | %.0f | %.0f | %ld |", v->self_hwm_kb, v->self_rss_kb,
+                    v->tree_hwm_kb, v->failures);
+        for (int b = 0; b < nbaselines; b++)
+            if (find(baselines[b]))
+                cell_ratio(f, v, mode, baselines[b]);
+        fprintf(f, "\n");
+    }
+    if (!strcmp(mode, "time"))
+        fprintf(f, "\n%ld interleaved rounds after %ld warm-up rounds; ratios compare medians.\n",
+                reps, warmup);
+    else if (!strcmp(mode, "throughput"))
+        fprintf(f, "\n%ld one-second slices per variant, alternating between variants.\n",
+                seconds);
+    else
+        fprintf(f, "\nMedian of %ld runs; ratios compare the launched process's own VmHWM.\n",
+                reps);
+    if (note)
+        fprintf(f, "%s\n", note);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: fbbench time|throughput|rss [--title T] [--reps N] [--warmup N]\n"
+                    "       [--workers N] [--seconds N] [--baseline NAME]... [--json FILE]\n"
+                    "       [--md FILE] [--note TEXT] @NAME CMD [ARGS...] [@NAME CMD...]...\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage();
+    const char *mode = argv[1];
+    if (strcmp(mode, "time") && strcmp(mode, "throughput") && strcmp(mode, "rss"))
+        return usage();
+    const char *json = NULL, *md = NULL;
+    int i = 2;
+    for (; i < argc && argv[i][0] != '@'; i++) {
+        const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!val)
+            return usage();
+        if (!strcmp(o, "--title"))
+            title = val;
+        else if (!strcmp(o, "--reps"))
+            reps = atol(val);
+        else if (!strcmp(o, "--warmup"))
+            warmup = atol(val);
+        else if (!strcmp(o, "--workers"))
+            workers = atol(val);
+        else if (!strcmp(o, "--seconds"))
+            seconds = atol(val);
+        else if (!strcmp(o, "--baseline") && nbaselines < MAX_BASELINES)
+            baselines[nbaselines++] = val;
+        else if (!strcmp(o, "--json"))
+            json = val;
+        else if (!strcmp(o, "--md"))
+            md = val;
+        else if (!strcmp(o, "--note"))
+            note = val;
+        else
+            return usage();
+        i++;
+    }
+    /* Variants: "@name" starts one, the words up to the next "@" are its argv. */
+    while (i < argc) {
+        if (argv[i][0] != '@' || nvars == MAX_VARIANTS)
+            return usage();
+        struct variant *v = &vars[nvars++];
+        v->name = argv[i] + 1;
+        int start = ++i;
+        while (i < argc && argv[i][0] != '@')
+            i++;
+        if (i == start)
+            return usage();
+        v->argv = calloc((size_t)(i - start + 1), sizeof(char *));
+        for (int k = start; k < i; k++)
+            v->argv[k - start] = argv[k];
+    }
+    if (nvars == 0 || reps < 1 || workers < 1 || seconds < 1)
+        return usage();
+    devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (devnull < 0) {
+        perror("fbbench: /dev/null");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    /* Fail fast on a command that does not work at all. */
+    for (int k = 0; k < nvars; k++) {
+        if (!strcmp(mode, "rss"))
+            break;
+        if (run_once(&vars[k]) < 0) {
+            int st = vars[k].last_status;
+            fprintf(stderr, "fbbench: %s: %s fails (%s %d)\n", vars[k].name, vars[k].argv[0],
+                    WIFSIGNALED(st) ? "signal" : "exit",
+                    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+            return 1;
+        }
+    }
+
+    if (!strcmp(mode, "time"))
+        mode_time();
+    else if (!strcmp(mode, "throughput"))
+        mode_throughput();
+    else
+        mode_rss();
+
+    emit_md(stdout, mode);
+    if (md) {
+        FILE *f = fopen(md, "a");
+        if (!f) {
+            perror(md);
+            return 2;
+        }
+        emit_md(f, mode);
+        fclose(f);
+    }
+    if (json) {
+        FILE *f = fopen(json, "a");
+        if (!f) {
+            perror(json);
+            return 2;
+        }
+        emit_json(f, mode);
+        fclose(f);
+    }
+    return 0;
+}

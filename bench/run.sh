@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# bench/run.sh — `make bench`: fluebox side by side with plain fork+exec,
+# unshare(1) and bubblewrap, measured by bench/fbbench in one run, variants
+# interleaved, medians with p90/p99 and ratios to the baselines of the same run.
+#
+# Writes bench/results/latest.md (tables, the command, the machine) and
+# bench/results/latest.json (the same numbers, machine-readable), and prints
+# the tables. Never asserts anything: the targets are reported, not enforced.
+#
+# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions egress"]
+#                     [--fluebox PATH] [--out DIR]
+#   --quick   fewer repetitions (a smoke run; numbers are noisier)
+#
+# Adding a row group: write a group_NAME function that either calls
+# `measure MODE TITLE BASELINES...` after filling V with variants (add NAME
+# CMD...), or calls `skip NAME REASON`; then list it in BENCH_GROUPS.
+set -u -o pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+FLUEBOX=${FLUEBOX:-$ROOT/fluebox}
+OUT=$HERE/results
+FBBENCH=$HERE/build/fbbench
+QUICK=0
+BENCH_GROUPS="cold python node throughput rss sessions egress"
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) QUICK=1 ;;
+    --only) BENCH_GROUPS=$2; shift ;;
+    --fluebox) FLUEBOX=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
+    *) echo "bench: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+die() { echo "bench: $*" >&2; exit 1; }
+[ -x "$FBBENCH" ] || die "harness not built (make -f bench/bench.mk bench-build)"
+[ -x "$FLUEBOX" ] || die "no fluebox binary at $FLUEBOX (run make first)"
+FLUEBOX=$(cd "$(dirname "$FLUEBOX")" && pwd)/$(basename "$FLUEBOX")
+
+# Repetitions: enough for a stable median and a meaningful p99 on a noisy
+# 2-core machine; --quick divides them.
+R_COLD=300 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5
+if [ "$QUICK" = 1 ]; then
+    R_COLD=40 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2
+fi
+
+# ---- setup ---------------------------------------------------------------
+# bubblewrap comes from Debian's package; install it when missing (root only).
+if ! command -v bwrap >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        echo "bench: installing bubblewrap (apt-get install -y bubblewrap)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null ||
+            { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null; }
+    fi
+fi
+HAVE_BWRAP=0
+command -v bwrap >/dev/null && HAVE_BWRAP=1
+PYTHON=/usr/bin/python3
+NODE=$(command -v node || true)
+[ -x "$PYTHON" ] || PYTHON=$(command -v python3 || true)
+
+mkdir -p "$OUT"
+MD=$OUT/latest.md
+JSONL=$(mktemp "${TMPDIR:-/tmp}/fbbench.XXXXXX")
+SKIPS=()
+trap 'rm -f "$JSONL"' EXIT
+
+# Without cgroup limits: the profile's own, explicitly relaxed when fluebox
+# accepts "unlimited"; with: typical per-call limits.
+NOLIMITS=()
+if "$FLUEBOX" run --mem unlimited --pids unlimited -- /bin/true >/dev/null 2>&1; then
+    NOLIMITS=(--mem unlimited --pids unlimited)
+fi
+LIMITS=(--mem 256M --pids 128 --cpus 1)
+
+# ---- variants ---------------------------------------------------------------
+V=()
+add() { V+=("@$1"); shift; V+=("$@"); }
+
+unshare_cmd() { # the same namespaces fluebox creates, nothing else
+    echo unshare --user --map-root-user --pid --fork --mount --net --ipc --uts --cgroup
+}
+
+# bubblewrap with a layout comparable to fluebox's strict default: tmpfs
+# root, read-only /usr and the merged links, ld.so cache and certificates,
+# /proc, minimal /dev, tmpfs /tmp and /workspace, new session, every
+# namespace, uid 1000, clean environment, die-with-parent.
+BWRAP=()
+if [ "$HAVE_BWRAP" = 1 ]; then
+    BWRAP=(bwrap --unshare-all --unshare-user --uid 1000 --gid 1000 --die-with-parent
+        --new-session --cap-drop ALL --hostname fluebox --tmpfs / --ro-bind /usr /usr)
+    for l in bin lib lib32 lib64 sbin; do
+        if [ -L "/$l" ]; then
+            BWRAP+=(--symlink "$(readlink "/$l")" "/$l")
+        elif [ -d "/$l" ]; then
+            BWRAP+=(--ro-bind "/$l" "/$l")
+        fi
+    done
+    BWRAP+=(--ro-bind-try /etc/ld.so.cache /etc/ld.so.cache
+        --ro-bind-try /etc/ssl/certs /etc/ssl/certs
+        --proc /proc --dev /dev --tmpfs /tmp --tmpfs /workspace --chdir /workspace
+        --clearenv --setenv PATH /usr/local/bin:/usr/bin:/bin --setenv HOME /workspace
+        --remount-ro /)
+fi
+
+# standard_set PAYLOAD...: plain, unshare, bwrap and fluebox's three profiles.
+standard_set() {
+    add plain "$@"
+    # shellcheck disable=SC2046
+    add unshare $(unshare_cmd) "$@"
+    [ "$HAVE_BWRAP" = 1 ] && add bwrap "${BWRAP[@]}" -- "$@"
+    for p in strict standard trusted; do
+        add "fluebox-$p" "$FLUEBOX" run --profile "$p" "${NOLIMITS[@]}" -- "$@"
+    done
+}
+
+measure() { # measure MODE TITLE [BASELINE...] — runs fbbench on V
+    local mode=$1 title=$2
+    shift 2
+    local args=(--title "$title" --json "$JSONL" --md "$MD")
+    for b in "$@"; do args+=(--baseline "$b"); done
+    case "$mode" in
+    time) args+=(--reps "$REPS" --warmup 5) ;;
+    throughput) args+=(--workers 2 --seconds "$SECONDS_TP") ;;
+    rss) args+=(--reps "$R_RSS") ;;
+    esac
+    [ -n "${NOTE:-}" ] && args+=(--note "$NOTE")
+    # Every variant, plain ones included, starts from the same small clean
+    # environment, the one fluebox gives its commands: the caller's can change
+    # what a payload does (NODE_EXTRA_CA_CERTS alone adds 25 ms to node).
+    env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 TERM=dumb \
+        "$FBBENCH" "$mode" "${args[@]}" "${V[@]}" || echo "bench: group \"$title\" failed" >&2
+    V=()
+    NOTE=""
+}
+
+skip() { # skip GROUP REASON
+    SKIPS+=("$1"$'\t'"$2")
+    printf '\n### %s\n\nskipped: %s\n' "$1" "$2" | tee -a "$MD"
+}
+
+# ---- row groups -------------------------------------------------------------
+group_cold() {
+    standard_set /bin/true
+    for p in strict standard trusted; do
+        add "fluebox-$p+limits" "$FLUEBOX" run --profile "$p" "${LIMITS[@]}" -- /bin/true
+    done
+    REPS=$R_COLD
+    NOTE="+limits: ${LIMITS[*]} (cgroup set-up and removal included)."
+    [ ${#NOLIMITS[@]} -gt 0 ] && NOTE="$NOTE Without: ${NOLIMITS[*]}."
+    measure time "cold start: /bin/true" plain unshare bwrap
+}
+
+group_python() {
+    [ -n "$PYTHON" ] || { skip "python3 -c pass" "no python3"; return; }
+    standard_set "$PYTHON" -c pass
+    REPS=$R_PY
+    measure time "real payload: $PYTHON -c pass" plain unshare bwrap
+}
+
+group_node() {
+    [ -n "$NODE" ] || { skip "node -e 0" "no node"; return; }
+    standard_set "$NODE" -e 0
+    REPS=$R_NODE
+    measure time "real payload: $NODE -e 0" plain unshare bwrap
+}
+
+group_throughput() {
+    add plain /bin/true
+    # shellcheck disable=SC2046
+    add unshare $(unshare_cmd) /bin/true
+    [ "$HAVE_BWRAP" = 1 ] && add bwrap "${BWRAP[@]}" -- /bin/true
+    add fluebox-strict "$FLUEBOX" run --profile strict "${NOLIMITS[@]}" -- /bin/true
+    add fluebox-strict+limits "$FLUEBOX" run --profile strict "${LIMITS[@]}" -- /bin/true
+    measure throughput "throughput: sandboxes per second, /bin/true, 2 parallel workers" \
+        plain unshare bwrap
+}
+
+group_rss() {
+    # shellcheck disable=SC2046
+    add unshare $(unshare_cmd) /bin/sleep 1
+    [ "$HAVE_BWRAP" = 1 ] && add bwrap "${BWRAP[@]}" -- /bin/sleep 1
+    for p in strict standard trusted; do
+        add "fluebox-$p" "$FLUEBOX" run --profile "$p" "${NOLIMITS[@]}" -- /bin/sleep 1
+    done
+    add fluebox-strict+limits "$FLUEBOX" run --profile strict "${LIMITS[@]}" -- /bin/sleep 1
+    NOTE="Sampled 300-700 ms into a run whose payload sleeps 1 s. \"Own\": the process the harness launched (fluebox's supervisor, bwrap's outer process); \"all its processes\": that one plus its descendants running the same binary (fluebox's pid-1 init, bwrap's inner pid 1)."
+    measure rss "memory: peak RSS of the sandbox process itself" bwrap unshare
+}
+
+# Rows for features that are not there yet: measured once `fluebox serve`
+# and the egress relay exist; until then each says why it is skipped.
+group_sessions() {
+    if ! "$FLUEBOX" serve --help >/dev/null 2>&1 || ! "$FLUEBOX" session ls >/dev/null 2>&1; then
+        skip "sessions: session.create (pool / no pool), exec round trip, file.read/write 4 KB and 10 MB" \
+            "fluebox serve is not available in this build yet"
+        return
+    fi
+    skip "sessions: session.create (pool / no pool), exec round trip, file.read/write 4 KB and 10 MB" \
+        "the server exists, but these rows are not written yet"
+}
+
+group_egress() {
+    skip "egress: relay throughput next to a direct loopback transfer" \
+        "the egress relay is not measured yet"
+}
+
+# ---- run ------------------------------------------------------------------
+cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+mem=$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo)
+os=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-unknown}")
+fbver=$("$FLUEBOX" --version 2>/dev/null | head -n 1)
+bwver=$([ "$HAVE_BWRAP" = 1 ] && bwrap --version 2>/dev/null | head -n 1 || echo "not installed")
+unver=$(unshare --version 2>/dev/null | head -n 1)
+rev=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+when=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+cmdline="make bench"
+[ "$QUICK" = 1 ] && cmdline="make bench-quick"
+{
+    echo "# fluebox benchmarks"
+    echo
+    echo "Produced by \`$cmdline\` (bench/run.sh) at $when, commit $rev, as $(id -un)."
+    echo
+    echo "Machine: $cpu, $(nproc) CPUs, $mem RAM, $os, Linux $(uname -r)."
+    echo "Versions: $fbver; $bwver; $unver."
+} >"$MD"
+cat "$MD"
+
+for g in $BENCH_GROUPS; do
+    if declare -F "group_$g" >/dev/null; then
+        "group_$g"
+    else
+        echo "bench: no group $g" >&2
+    fi
+done
+
+# Targets from issue 6, reported (never asserted).
+if [ -n "$PYTHON" ] && [ -s "$JSONL" ]; then
+    targets=$("$PYTHON" - "$JSONL" <<'EOF'
+import json, sys
+groups = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+def get(title_start, name):
+    for g in groups:
+        if g["title"].startswith(title_start):
+            for v in g["variants"]:
+                if v["name"] == name:
+                    return v
+    return None
+out = ["", "### targets (reported, not asserted)", ""]
+def line(what, value, target, ok):
+    mark = "n/a" if ok is None else ("met" if ok else "not met")
+    out.append(f"- {what}: {value} (target {target}): {mark}")
+fb, bw, un = (get("cold start", n) for n in ("fluebox-strict", "bwrap", "unshare"))
+if fb and bw and fb["median_ms"] and bw["median_ms"]:
+    r = fb["median_ms"] / bw["median_ms"]
+    line("cold start, fluebox strict / bwrap (medians)", f"{r:.2f}x", "<= 0.8x", r <= 0.8)
+if fb and un and fb["median_ms"] and un["median_ms"]:
+    r = fb["median_ms"] / un["median_ms"]
+    line("cold start, fluebox strict / unshare (medians)", f"{r:.2f}x", "<= 1.5x", r <= 1.5)
+m = get("memory", "fluebox-strict")
+if m and m.get("self_hwm_kb"):
+    kb = m["self_hwm_kb"]
+    line("fluebox process's own peak RSS", f"{kb / 1024:.2f} MB", "<= 1.5 MB", kb <= 1536)
+print("\n".join(out))
+EOF
+    )
+    printf '%s\n' "$targets" | tee -a "$MD"
+fi
+
+{
+    printf '{"generated":"%s","command":"%s","commit":"%s","user":"%s",' "$when" "$cmdline" "$rev" "$(id -un)"
+    printf '"machine":{"cpu":"%s","cpus":%s,"memory":"%s","os":"%s","kernel":"%s"},' \
+        "$cpu" "$(nproc)" "$mem" "$os" "$(uname -r)"
+    printf '"versions":{"fluebox":"%s","bwrap":"%s","unshare":"%s"},' "$fbver" "$bwver" "$unver"
+    printf '"groups":['
+    sep=""
+    while IFS= read -r l; do
+        printf '%s%s' "$sep" "$l"
+        sep=","
+    done <"$JSONL"
+    printf '],"skipped":['
+    sep=""
+    for s in "${SKIPS[@]}"; do
+        printf '%s{"group":"%s","reason":"%s"}' "$sep" "${s%%$'\t'*}" "${s#*$'\t'}"
+        sep=","
+    done
+    printf ']}\n'
+} >"$OUT/latest.json"
+echo
+echo "bench: wrote ${OUT#"$ROOT"/}/latest.md and ${OUT#"$ROOT"/}/latest.json"
