@@ -34,7 +34,7 @@ $(PROBES_HELPER): $(PROBES_DIR)/helper/fbhost.c
 	@mkdir -p $(dir $@)
 	$(PROBES_CC) $(PROBES_CFLAGS) -o $@ $<
 
-redteam: probes
+redteam: probes fluebox
 	$(PROBES_DIR)/run.sh
 
 probes-clean:

@@ -63,7 +63,7 @@ declare -A ALLOWED=(
 # With no sandbox these must report ESCAPED whoever runs them: they need no
 # privilege and no optional kernel feature.
 MUST_ESCAPE_ANY="host_secret write_outside robind_write bind_traversal proc_pid_root
-  host_proc_see host_signal host_vm_readv host_loopback abstract_unix dns_external
+  host_proc_see host_signal host_vm_readv host_loopback abstract_unix dns_external ipc_host
   env_leak inherited_fds fork_bomb mem_bomb tmp_fill caps_left no_new_privs
   seccomp_on personality proc_self_exe sysfs"
 # ... and these too when root runs them (they need capabilities).
@@ -183,6 +183,7 @@ CGROUPS_BEFORE=$(cgroups_left)
 CTX=("secret=$TMP/secret" "outside=$TMP/outside" "marker=$MARKER"
     "hostpid=${H[pid]}" "memaddr=${H[memaddr]}" "memlen=${H[memlen]}"
     "port=${H[port]}" "dnsport=${H[dnsport]}" "abstract=${H[abstract]}"
+    "shmkey=${H[shmkey]}" "shmname=${H[shmname]}"
     "fds=7,8" "utsns=$UTSNS" "netns=$NETNS" "name=example.com" "${CAPS[@]}")
 
 # bubblewrap with a layout close to fluebox's strict one (informational).

@@ -8,7 +8,9 @@
  *       succeed without a sandbox even under Yama), and serves, on loopback
  *       only: a TCP listener, a UDP DNS responder that answers every A query
  *       with 203.0.113.7 (TEST-NET-3, never contacted), and a listener on an
- *       abstract unix socket. It writes "key=value" lines describing all of
+ *       abstract unix socket. It also holds a System V shared memory segment
+ *       and a POSIX shared memory object (/dev/shm) with the same string, for
+ *       the IPC probe. It writes "key=value" lines describing all of
  *       that to INFOFILE and runs until SIGTERM, until its parent dies, or for
  *       one hour at most.
  *
@@ -31,7 +33,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -166,15 +171,43 @@ static int serve(const char *infofile, const char *tag)
     if (ab < 0)
         return die("abstract unix listener");
 
+    /* IPC objects the ipc_host probe looks for; removed again on exit. */
+    key_t shmkey = (key_t)(0x46420000 ^ getpid());
+    int shmid = shmget(shmkey, 4096, IPC_CREAT | IPC_EXCL | 0600);
+    if (shmid < 0)
+        return die("shmget");
+    char *seg = shmat(shmid, NULL, 0);
+    if (seg != (void *)-1) {
+        snprintf(seg, 4096, "%s", hostmem);
+        shmdt(seg);
+    }
+    char shmname[64];
+    snprintf(shmname, sizeof(shmname), "fluebox-probe-shm-%d", (int)getpid());
+    int pfd = shm_open(shmname, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (pfd < 0) {
+        shmctl(shmid, IPC_RMID, NULL);
+        return die("shm_open");
+    }
+    if (write(pfd, hostmem, strlen(hostmem)) < 0) {
+        /* the object exists; its content is a nicety */
+    }
+    close(pfd);
+
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s.tmp", infofile);
     FILE *f = fopen(tmp, "w");
     if (!f)
         return die(tmp);
-    fprintf(f, "pid=%d\nport=%d\ndnsport=%d\nabstract=%s\nmemaddr=%p\nmemlen=%zu\n",
-            (int)getpid(), port, dnsport, abstract, (void *)hostmem, strlen(hostmem));
-    if (fclose(f) != 0 || rename(tmp, infofile) < 0)
+    fprintf(f, "pid=%d\nport=%d\ndnsport=%d\nabstract=%s\nmemaddr=%p\nmemlen=%zu\n"
+               "shmkey=%d\nshmname=%s\n",
+            (int)getpid(), port, dnsport, abstract, (void *)hostmem, strlen(hostmem),
+            (int)shmkey, shmname);
+    int bad = fclose(f) != 0 || rename(tmp, infofile) < 0;
+    if (bad) {
+        shmctl(shmid, IPC_RMID, NULL);
+        shm_unlink(shmname);
         return die(infofile);
+    }
 
     time_t deadline = time(NULL) + 3600;
     struct pollfd p[3] = {{.fd = tcp, .events = POLLIN},
@@ -191,6 +224,8 @@ static int serve(const char *infofile, const char *tag)
         if (p[2].revents & POLLIN)
             greet(ab, "ABSTRACT");
     }
+    shmctl(shmid, IPC_RMID, NULL);
+    shm_unlink(shmname);
     return 0;
 }
 
