@@ -57,6 +57,13 @@ int fb_parse_size(const char *s, int64_t *out);        /* 512M, 1G, 4096, "unlim
 int fb_parse_duration_ms(const char *s, int64_t *out); /* 500ms, 30s, 5m, 1h, plain = seconds */
 int fb_parse_u64(const char *s, uint64_t *out);
 
+/* The process title shown in /proc/PID/cmdline. main() records where argv
+ * lives (the one piece of process-wide state here: argv is process-wide);
+ * the sandbox's init then replaces fluebox's command line, which may name
+ * host paths and --env values, with a plain title. */
+void fb_proctitle_init(int argc, char **argv);
+void fb_proctitle_set(const char *title);
+
 /* Monotonic clock in nanoseconds. */
 uint64_t fb_now_ns(void);
 

@@ -63,6 +63,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+    fb_proctitle_init(argc, argv);
     if (argc < 2) {
         fputs(cli_usage, stderr);
         return FB_EXIT_SETUP;

@@ -65,6 +65,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
                                                  const struct fb_ids *ids, bool nproc_fallback)
 {
     struct fb_err err = {0};
+    fb_proctitle_set(mode == FB_MODE_RUN ? "fluebox-init" : "fluebox-session-init");
     /* If the supervisor dies, so does the sandbox (init's death empties the
      * pid namespace). Set again after the id change below, which clears it. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);

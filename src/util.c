@@ -310,3 +310,23 @@ char *fb_xasprintf(const char *fmt, ...)
         oom();
     return s;
 }
+
+static char *title_start, *title_end;
+
+void fb_proctitle_init(int argc, char **argv)
+{
+    if (argc < 1 || !argv[0])
+        return;
+    title_start = argv[0];
+    title_end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
+}
+
+void fb_proctitle_set(const char *title)
+{
+    if (!title_start || title_end <= title_start)
+        return;
+    size_t room = (size_t)(title_end - title_start);
+    memset(title_start, 0, room);
+    size_t n = strlen(title);
+    memcpy(title_start, title, n < room - 1 ? n : room - 1);
+}

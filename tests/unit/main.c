@@ -1,0 +1,8 @@
+/* Unit test entry point: runs each group. */
+#include "unit.h"
+
+int main(void)
+{
+    unit_core();
+    return 0;
+}

@@ -1,0 +1,17 @@
+/* unit.h — a tiny test harness: CHECK(cond, name) prints "ok - name" or
+ * "not ok - name"; tests/run.sh counts the lines. */
+#ifndef FB_UNIT_H
+#define FB_UNIT_H
+#include <stdio.h>
+#define CHECK(cond, ...)                                                        \
+    do {                                                                        \
+        if (cond) {                                                             \
+            printf("ok - ");                                                    \
+        } else {                                                                \
+            printf("not ok - %s:%d: ", __FILE__, __LINE__);                     \
+        }                                                                       \
+        printf(__VA_ARGS__);                                                    \
+        printf("\n");                                                           \
+    } while (0)
+void unit_core(void);
+#endif
