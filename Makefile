@@ -67,10 +67,10 @@ demo: fluebox
 
 check: fluebox build/fluebox-asan
 	@sh scripts/deps.sh test
-	@sh tests/run.sh
+	@bash tests/run.sh
 
 check-quick: fluebox
-	@FB_NO_ASAN=1 sh tests/run.sh
+	@FB_NO_ASAN=1 bash tests/run.sh
 
 install: fluebox
 	install -m 0755 fluebox $(DESTDIR)/usr/local/bin/fluebox
