@@ -22,6 +22,8 @@ struct fb_cg_usage {
     int64_t cpu_usage_us;  /* total CPU time of the group */
     bool oom_killed;       /* at least one OOM kill inside the group */
     int64_t oom_kills;
+    int64_t pids_max_hits; /* forks refused by pids.max (pids.events "max") */
+    int64_t cpu_throttled_us; /* time the CPU quota held the group back */
 };
 
 /* Create the cgroup and apply p->limits. On success *out is set (it may be a
@@ -34,7 +36,10 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
  * controller in use, or -1. */
 int cgroup_clone_fd(const struct fb_cgroup *cg);
 
-/* Move pid into the cgroup (every hierarchy in use). */
+/* Move pid into the cgroup (every hierarchy in use), and set the rlimit
+ * fallbacks (RLIMIT_NPROC for pids, RLIMIT_DATA for memory) on it when a
+ * cgroup could not hold those limits. pid must not have started the command
+ * yet. Called whenever cgroup_clone_fd() returned -1. */
 int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err);
 
 /* Read usage counters. */
@@ -44,7 +49,11 @@ void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u);
  * Pointers stay valid until cgroup_destroy. */
 const char *cgroup_applied(const struct fb_cgroup *cg);
 const char *cgroup_not_applied(const struct fb_cgroup *cg);
-const char *cgroup_backend(const struct fb_cgroup *cg); /* "v2", "v1", "none" */
+const char *cgroup_backend(const struct fb_cgroup *cg); /* "v2", "v1", "v1+v2", "none" */
+/* Limits enforced per process instead ("memory:RLIMIT_DATA,pids:RLIMIT_NPROC"),
+ * and why something was not applied ("" when everything was). */
+const char *cgroup_fallbacks(const struct fb_cgroup *cg);
+const char *cgroup_reason(const struct fb_cgroup *cg);
 
 /* Change limits of a live cgroup (sessions taken from the warm pool). */
 int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb_err *err);

@@ -1,7 +1,7 @@
 /* report.h — the result of a run and its JSON report (--report FILE|-).
  *
  * supervise.c fills a struct fb_result; report.c turns it into one JSON
- * object, the format documented field by field in the README. */
+ * object, the format documented field by field in docs/report.md. */
 #ifndef FB_REPORT_H
 #define FB_REPORT_H
 
@@ -25,16 +25,25 @@ struct fb_result {
     int64_t wall_ms;
     int64_t user_ms, sys_ms;
     int64_t max_rss_kb;   /* from rusage (largest single process) */
+    /* From the cgroup (report_take_cgroup); copies, so they outlive it. */
     struct fb_cg_usage cg;
-    const char *cg_backend;
-    const char *limits_applied;
-    const char *limits_not_applied;
+    char cg_backend[8];          /* "v1", "v2", "v1+v2", "none"; "" = no cgroup wanted */
+    char limits_applied[32];     /* "memory,pids,cpu" */
+    char limits_not_applied[32];
+    char limits_fallback[64];    /* "memory:RLIMIT_DATA,pids:RLIMIT_NPROC" */
+    char limits_reason[400];     /* why something was not applied */
     bool has_net;
     struct fb_net_summary net;
     int64_t seccomp_denials;  /* -1 when not counted */
 };
 
-/* Write the report for r under policy p to path ("-" = stderr). */
+/* Copy what the cgroup measured and which limits it holds into r. Call it
+ * after the sandbox's init has been reaped and before cgroup_destroy().
+ * cg may be NULL (no cgroup limit was asked for): the fields say "unknown". */
+void report_take_cgroup(struct fb_result *r, struct fb_cgroup *cg);
+
+/* Write the report for r under policy p to path ("-" = stderr). The format
+ * is documented field by field in docs/report.md. */
 int report_write(const char *path, const struct fb_policy *p, const struct fb_result *r,
                  struct fb_err *err);
 

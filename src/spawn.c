@@ -78,6 +78,13 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     int r = ctl_recv(ctl, &m, NULL, NULL);
     if (r <= 0 || m.type != FB_MSG_GO)
         _exit(FB_EXIT_SETUP);
+    /* The supervisor may have moved us into our cgroup after the clone (v1
+     * has no CLONE_INTO_CGROUP): root the cgroup namespace there now, so
+     * /proc/self/cgroup shows "/" and not the host's cgroup paths. */
+    if ((p->namespaces & FB_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "new cgroup namespace");
+        child_fail(ctl, &err);
+    }
 
     if (ids->root && setgroups(0, NULL) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "dropping supplementary groups");

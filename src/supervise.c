@@ -37,6 +37,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     memset(res, 0, sizeof *res);
     res->status_code = -1;
     res->seccomp_denials = -1;
+    report_take_cgroup(res, NULL); /* "unknown" until measured */
 
     /* Block the signals we forward before the child exists, so none is lost. */
     sigset_t set, old;
@@ -152,15 +153,8 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     res->sys_ms = tv_ms(ru.ru_stime);
     res->max_rss_kb = ru.ru_maxrss;
 
-    res->cg.mem_peak = res->cg.mem_current = res->cg.pids_peak = res->cg.cpu_usage_us = -1;
-    res->cg.oom_kills = -1;
-    if (sb.cg) {
-        cgroup_usage(sb.cg, &res->cg);
-        res->cg_backend = cgroup_backend(sb.cg);
-        res->limits_applied = cgroup_applied(sb.cg);
-        res->limits_not_applied = cgroup_not_applied(sb.cg);
-        res->oom_killed = res->cg.oom_killed;
-    }
+    report_take_cgroup(res, sb.cg);
+    res->oom_killed = res->cg.oom_killed;
     if (sb.egress) {
         res->has_net = true;
         egress_summary(sb.egress, &res->net);
