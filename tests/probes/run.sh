@@ -150,6 +150,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
+# Work on a snapshot of the binary: others may rebuild ./fluebox while the
+# suite runs. Root's copy stays root-owned (like an installed binary) and is
+# the one the unprivileged run uses too. A user running the suite directly
+# tests the binary they point at, where it is.
+if [ -n "$PROFILES" ] && [ "$IS_ROOT" = 1 ]; then
+    for _ in 1 2 3 4 5; do
+        cp "$FLUEBOX" "$TMP/fluebox" 2>/dev/null && "$TMP/fluebox" --version >/dev/null 2>&1 && break
+        sleep 1
+    done
+    "$TMP/fluebox" --version >/dev/null 2>&1 || die "cannot snapshot $FLUEBOX"
+    FLUEBOX=$TMP/fluebox
+fi
+
 MARKER=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
 printf 'FLUEBOX-SECRET-%s\n' "$MARKER" >"$TMP/secret"
 chmod 600 "$TMP/secret"
