@@ -53,7 +53,9 @@ const char cli_usage[] =
     "  --allow-net PATTERN    allow NAME, *.NAME, optionally :PORT (default 80 and 443)\n"
     "  --egress-resolve N=IP  resolve N to IP on the host side (tests, pinning)\n"
     "  --net-log FILE         JSON line per DNS query and connection\n"
-    "  --proxy-env            set HTTP_PROXY/HTTPS_PROXY to the in-sandbox CONNECT proxy\n"
+    "  --proxy-env            run a CONNECT proxy at 127.0.0.1:3128 inside, set HTTPS_PROXY\n"
+    "  --net-max-conns N      concurrent relayed connections (default 256)\n"
+    "  --net-idle DURATION    close a relayed connection idle this long (default 5m)\n"
     "Reporting:\n"
     "  --report FILE|-        JSON report at exit (- = stderr)\n"
     "  --seccomp-log          log denied system calls (kernel audit log, and the report)\n"
@@ -63,7 +65,7 @@ enum opt_id {
     O_PROFILE, O_WORKSPACE, O_RO_BIND, O_BIND, O_TMPFS, O_CWD, O_COW, O_COW_UPPER, O_CHANGES,
     O_COMMIT, O_UID, O_GID, O_HOST_ID, O_HOSTNAME, O_ENV, O_ENV_PASS, O_MEM, O_CPUS, O_PIDS,
     O_TIMEOUT, O_DISK, O_NOFILE, O_FSIZE, O_REQUIRE, O_NET, O_ALLOW_NET, O_RESOLVE, O_NET_LOG,
-    O_PROXY_ENV, O_REPORT, O_SECCOMP_LOG, O_QUIET,
+    O_PROXY_ENV, O_NET_MAX_CONNS, O_NET_IDLE, O_REPORT, O_SECCOMP_LOG, O_QUIET,
 };
 
 struct opt {
@@ -89,6 +91,7 @@ static const struct opt opts[] = {
     {"--net", O_NET, true},             {"--allow-net", O_ALLOW_NET, true},
     {"--egress-resolve", O_RESOLVE, true},
     {"--net-log", O_NET_LOG, true},     {"--proxy-env", O_PROXY_ENV, false},
+    {"--net-max-conns", O_NET_MAX_CONNS, true}, {"--net-idle", O_NET_IDLE, true},
     {"--report", O_REPORT, true},       {"--seccomp-log", O_SECCOMP_LOG, false},
     {"--quiet", O_QUIET, false},        {"-q", O_QUIET, false},
 };
@@ -361,6 +364,7 @@ static int apply_opt(struct fb_policy *p, const struct opt *o, const char *v, st
         p->limits.require = true;
         return 0;
     case O_NET:
+        p->net_explicit = true;
         if (!strcmp(v, "none"))
             p->net = FB_NET_NONE;
         else if (!strcmp(v, "allow"))
@@ -380,6 +384,18 @@ static int apply_opt(struct fb_policy *p, const struct opt *o, const char *v, st
         return 0;
     case O_PROXY_ENV:
         p->proxy_env = true;
+        return 0;
+    case O_NET_MAX_CONNS:
+        if (parse_count(o->name, v, &n, false, err) < 0)
+            return -1;
+        if (n > 65536)
+            return fb_errf(err, FB_EXIT_SETUP, "%s %s: at most 65536", o->name, v);
+        p->max_conns = (int)n;
+        return 0;
+    case O_NET_IDLE:
+        if (fb_parse_duration_ms(v, &n) < 0 || n <= 0)
+            return fb_errf(err, FB_EXIT_SETUP, "--net-idle %s: expected a duration such as 30s or 5m", v);
+        p->conn_idle_ms = n;
         return 0;
     case O_REPORT:
         free(p->report);

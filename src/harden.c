@@ -105,7 +105,9 @@ char **harden_build_env(const struct fb_policy *p)
         env_put(&env, &n, buf);
     }
     if (p->proxy_env && p->proxy_port) {
-        static const char *const vars[] = {"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"};
+        /* The proxy speaks CONNECT only; plain http:// goes through the
+         * transparent relay, so HTTP_PROXY stays unset (docs/network.md). */
+        static const char *const vars[] = {"HTTPS_PROXY", "https_proxy"};
         for (size_t i = 0; i < FB_ARRAY_LEN(vars); i++) {
             snprintf(buf, sizeof buf, "%s=http://127.0.0.1:%u", vars[i], p->proxy_port);
             env_put(&env, &n, buf);

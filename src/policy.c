@@ -3,6 +3,8 @@
  * interpreter prefix to bind). Loading profiles is profile.c's job. */
 #include "policy.h"
 
+#include "net.h"
+
 #include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -199,8 +201,16 @@ int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *er
     if (strchr(name, '*'))
         return fb_errf(err, FB_EXIT_SETUP,
                        "--allow-net %s: '*' is only allowed as a leading \"*.\"", pattern);
+    if (wildcard && !*name)
+        return fb_errf(err, FB_EXIT_SETUP, "--allow-net %s: nothing after \"*.\"", pattern);
     if (!valid_dns_name(name))
         return fb_errf(err, FB_EXIT_SETUP, "--allow-net %s: not a valid host name", pattern);
+    const char *tld = strrchr(name, '.');
+    if (strspn(tld ? tld + 1 : name, "0123456789") == strlen(tld ? tld + 1 : name))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--allow-net %s: looks like an IP address; allow a name (and map it with "
+                       "--egress-resolve NAME=IP)",
+                       pattern);
     if (wildcard && !strchr(name, '.'))
         return fb_errf(err, FB_EXIT_SETUP,
                        "--allow-net %s: a wildcard needs at least two labels after \"*.\"",
@@ -210,20 +220,56 @@ int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *er
     return 0;
 }
 
+/* ":PORT" at the end of s (cut off); 0 if none, -1 if malformed. */
+static int cut_port(char *s, bool bracketed_v6, uint16_t *port)
+{
+    *port = 0;
+    char *colon = strrchr(s, ':');
+    if (!colon || (bracketed_v6 && colon < strrchr(s, ']')))
+        return 0;
+    uint64_t v;
+    if (fb_parse_u64(colon + 1, &v) < 0 || v == 0 || v > 65535)
+        return -1;
+    *port = (uint16_t)v;
+    *colon = 0;
+    return 0;
+}
+
 int policy_add_resolve(struct fb_policy *p, const char *arg, struct fb_err *err)
 {
     const char *eq = strchr(arg, '=');
     if (!eq || eq == arg || !eq[1])
-        return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: expected NAME=IP", arg);
+        return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: expected NAME[:PORT]=IP[:PORT]",
+                       arg);
     cleanup_free char *name = fb_xstrndup(arg, (size_t)(eq - arg));
+    uint16_t port = 0, to_port = 0;
+    if (cut_port(name, false, &port) < 0)
+        return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: bad port (1-65535)", arg);
+    size_t nl = strlen(name);
+    if (nl > 1 && name[nl - 1] == '.')
+        name[nl - 1] = 0;
     if (!valid_dns_name(name))
         return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: not a valid host name", arg);
+    cleanup_free char *addr = fb_xstrdup(eq + 1);
+    /* IPv4[:PORT], [IPv6]:PORT or a bare IPv6 address. */
+    size_t colons = 0;
+    for (const char *c = addr; *c; c++)
+        colons += *c == ':';
+    if (addr[0] == '[') {
+        if (cut_port(addr, true, &to_port) < 0 || addr[strlen(addr) - 1] != ']')
+            return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: expected [IPv6]:PORT", arg);
+        addr[strlen(addr) - 1] = 0;
+        memmove(addr, addr + 1, strlen(addr));
+    } else if (colons == 1 && cut_port(addr, false, &to_port) < 0) {
+        return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: bad port (1-65535)", arg);
+    }
     unsigned char buf[16];
-    if (inet_pton(AF_INET, eq + 1, buf) != 1 && inet_pton(AF_INET6, eq + 1, buf) != 1)
+    if (inet_pton(AF_INET, addr, buf) != 1 && inet_pton(AF_INET6, addr, buf) != 1)
         return fb_errf(err, FB_EXIT_SETUP, "--egress-resolve %s: \"%s\" is not an IP address",
-                       arg, eq + 1);
+                       arg, addr);
     GROW(p->resolve, p->nresolve);
-    p->resolve[p->nresolve++] = (struct fb_resolve){fb_steal_ptr(name), fb_xstrdup(eq + 1)};
+    p->resolve[p->nresolve++] =
+        (struct fb_resolve){fb_steal_ptr(name), fb_steal_ptr(addr), port, to_port};
     return 0;
 }
 
@@ -446,8 +492,12 @@ int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err
 {
     if (!p->argv || !p->argv[0] || !p->argv[0][0])
         return fb_errf(err, FB_EXIT_SETUP, "no command given (usage: fluebox run [OPTIONS] -- CMD [ARGS...])");
-    if (p->nallow && p->net == FB_NET_NONE)
+    if (p->nallow && p->net == FB_NET_NONE) {
+        if (p->net_explicit)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "--allow-net cannot be combined with --net none");
         p->net = FB_NET_ALLOW;
+    }
     if (p->net == FB_NET_HOST && !p->net_host_allowed)
         return fb_errf(err, FB_EXIT_SETUP,
                        "--net host: profile \"%s\" does not permit sharing the host network",
@@ -462,6 +512,22 @@ int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err
         return fb_errf(err, FB_EXIT_SETUP, "--proxy-env needs an allowlist (--allow-net)");
     if (p->proxy_env && !p->proxy_port)
         p->proxy_port = 3128;
+    if (p->net_log && p->net != FB_NET_ALLOW)
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--net-log needs an allowlist (--allow-net or --net allow): with --net %s "
+                       "there is nothing to log",
+                       p->net == FB_NET_HOST ? "host" : "none");
+    if (p->net == FB_NET_ALLOW) {
+        uint16_t ports[FB_NET_MAX_PORTS];
+        int np = net_allowed_ports(p, ports, FB_NET_MAX_PORTS);
+        if (np < 0)
+            return fb_errf(err, FB_EXIT_SETUP, "--allow-net: more than %d different ports",
+                           FB_NET_MAX_PORTS);
+        for (int i = 0; i < np; i++)
+            if (p->proxy_port && ports[i] == p->proxy_port)
+                return fb_errf(err, FB_EXIT_SETUP,
+                               "--allow-net: port %u is the in-sandbox proxy's port", ports[i]);
+    }
     if (p->cow && !p->workspace)
         return fb_errf(err, FB_EXIT_SETUP, "--cow needs --workspace");
     if (p->cow_commit && !p->cow)

@@ -49,10 +49,14 @@ struct fb_allow {
     uint16_t port;  /* 0 = 80 and 443 */
 };
 
-/* --egress-resolve NAME=IP: the supervisor resolves NAME to IP on the host side. */
+/* --egress-resolve NAME[:PORT]=IP[:PORT]: the supervisor resolves NAME to IP
+ * on the host side (connections to NAME:PORT only, and to IP:PORT, when the
+ * ports are given). */
 struct fb_resolve {
     char *name;
-    char *addr;
+    char *addr;       /* numeric IPv4 or IPv6, no brackets */
+    uint16_t port;    /* 0 = any port */
+    uint16_t to_port; /* 0 = the port connected to */
 };
 
 enum fb_sc_action {
@@ -146,6 +150,7 @@ struct fb_policy {
 
     /* Network. */
     enum fb_net_mode net;
+    bool net_explicit;     /* --net was given: --net none with --allow-net is an error */
     bool net_host_allowed; /* the profile permits --net host */
     struct fb_allow *allow;
     size_t nallow;
