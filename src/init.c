@@ -61,6 +61,30 @@ void init_exec_child(const struct fb_policy *p, char **argv, char **env, const c
     _exit(code);
 }
 
+/* Kill every other process of the sandbox and reap them all, so that their
+ * CPU time reaches init's rusage (and from there the supervisor's). Each
+ * round reaps at least one process; a process forked while we signal is
+ * caught by the next round. kill(-1) fails with ESRCH once none is left. */
+static void kill_and_reap_all(void)
+{
+    /* kill(-1) means "the whole sandbox" only as pid 1 of a pid namespace;
+     * without one (a profile may turn it off) it would reach every process
+     * of our host uid. */
+    if (getpid() != 1)
+        return;
+    for (;;) {
+        if (kill(-1, SIGKILL) < 0 && errno != EINTR)
+            break;
+        pid_t w = waitpid(-1, NULL, 0);
+        if (w < 0 && errno == ECHILD)
+            break;
+        while (waitpid(-1, NULL, WNOHANG) > 0)
+            ;
+    }
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+}
+
 __attribute__((noreturn)) static void fail(int ctl, struct fb_err *err)
 {
     ctl_sendf(ctl, FB_MSG_ERR, err->code ? err->code : FB_EXIT_SETUP, "%s", err->msg);
@@ -87,6 +111,7 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
     sigaddset(&set, SIGCHLD);
     for (size_t i = 0; i < FB_ARRAY_LEN(forwarded); i++)
         sigaddset(&set, forwarded[i]);
+    sigaddset(&set, FB_SIG_KILLALL);
     sigaddset(&set, SIGPIPE);
     sigprocmask(SIG_BLOCK, &set, NULL);
     sigdelset(&set, SIGPIPE);
@@ -122,6 +147,13 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
             continue;
         if (n != (ssize_t)sizeof si)
             _exit(FB_EXIT_SETUP);
+        if ((int)si.ssi_signo == FB_SIG_KILLALL) {
+            /* The command's death comes back as SIGCHLD below. Without a
+             * pid namespace, only the command's process group. */
+            if (getpid() != 1 || kill(-1, SIGKILL) < 0)
+                kill(-cmd, SIGKILL);
+            continue;
+        }
         if (si.ssi_signo != SIGCHLD) {
             /* To the command's process group, so `sh -c` pipelines get it too. */
             if (kill(-cmd, (int)si.ssi_signo) < 0)
@@ -135,6 +167,8 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
                 continue; /* an orphan: reaped, nothing more to do */
             struct fb_msg m = {.type = FB_MSG_EXIT, .status = status};
             ctl_send(ctl, &m, NULL, 0);
+            /* What is left (daemons, orphans) would die with us anyway. */
+            kill_and_reap_all();
             _exit(0);
         }
     }

@@ -5,6 +5,8 @@
 #include "policy.h"
 #include "spawn.h"
 
+#include <signal.h>
+
 /* Runs as pid 1 of the sandbox once the filesystem is built: new session,
  * rlimits, drops every capability, no_new_privs, loads seccomp, tells the
  * supervisor READY, then
@@ -15,6 +17,14 @@
  * Never returns. */
 __attribute__((noreturn)) void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl,
                                          bool nproc_fallback);
+
+/* Sent by the supervisor to init when the run must end (--timeout): init
+ * kills every other process of the sandbox, reaps them, reports the
+ * command's status and exits. Reaping them here, rather than leaving it to
+ * the kernel when init dies, is what counts their CPU time in the report
+ * (the kernel's pid-namespace teardown reaps without accounting). The
+ * supervisor SIGKILLs init if it has not exited shortly after. */
+#define FB_SIG_KILLALL (SIGRTMIN + 2)
 
 /* Session-mode pid 1 loop, provided by sinit.c. */
 __attribute__((noreturn)) void sinit_main(const struct fb_policy *p, int ctl);

@@ -5,6 +5,7 @@
 #include "supervise.h"
 
 #include "ctl.h"
+#include "init.h"
 #include "report.h"
 #include "spawn.h"
 
@@ -120,11 +121,24 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
                     syscall(SYS_pidfd_send_signal, sb.pidfd, (int)si.ssi_signo, NULL, 0);
                 break;
             }
-            case K_TIMER:
-                res->timed_out = true;
-                sandbox_kill(&sb);
-                epoll_ctl(ep, EPOLL_CTL_DEL, tfd, NULL);
+            case K_TIMER: {
+                uint64_t ticks;
+                if (read(tfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
+                    break;
+                if (!res->timed_out) {
+                    /* Ask init to kill and reap everything (so the CPU time
+                     * of what it kills is counted); SIGKILL it if it has not
+                     * exited a second later. */
+                    res->timed_out = true;
+                    syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
+                    struct itimerspec grace = {.it_value = {1, 0}};
+                    timerfd_settime(tfd, 0, &grace, NULL);
+                } else {
+                    sandbox_kill(&sb);
+                    epoll_ctl(ep, EPOLL_CTL_DEL, tfd, NULL);
+                }
                 break;
+            }
             case K_EGRESS:
                 egress_dispatch(sb.egress);
                 break;
