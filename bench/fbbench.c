@@ -16,6 +16,9 @@
  *       should sleep) runs.
  *
  * Options: --title T  --reps N  --warmup N  --workers N  --seconds N
+ *          --gap-ms N (time: leave the machine idle N ms before each run, so
+ *          that state the kernel keeps warm between back-to-back runs has
+ *          cooled down, as it has for a tool call made now and then)
  *          --baseline NAME (repeatable: ratio columns against these)
  *          --json FILE (append one JSON object)  --md FILE (append a table)
  *          --note TEXT (printed under the table)
@@ -64,6 +67,7 @@ static int nbaselines;
 static const char *title = "benchmark";
 static const char *note;
 static long reps = 100, warmup = 5, workers = 2, seconds = 5;
+static long gap_ms; /* idle time before every timed run (time mode) */
 static int devnull = -1;
 
 static double now_ms(void)
@@ -170,6 +174,8 @@ static void mode_time(void)
     for (long r = 0; r < reps; r++) {
         for (int k = 0; k < nvars; k++) {
             struct variant *v = &vars[(k + r) % nvars]; /* rotate the order */
+            if (gap_ms > 0)
+                usleep((useconds_t)gap_ms * 1000);
             double ms = run_once(v);
             if (ms < 0)
                 v->failures++;
@@ -410,6 +416,8 @@ static void emit_json(FILE *f, const char *mode)
     fprintf(f, "{\"title\":");
     json_str(f, title);
     fprintf(f, ",\"kind\":\"%s\",\"reps\":%ld,\"warmup\":%ld", mode, reps, warmup);
+    if (gap_ms > 0)
+        fprintf(f, ",\"gap_ms\":%ld", gap_ms);
     if (!strcmp(mode, "throughput"))
         fprintf(f, ",\"workers\":%ld,\"seconds\":%ld", workers, seconds);
     if (note) {
@@ -513,7 +521,11 @@ static void emit_md(FILE *f, const char *mode)
                 cell_ratio(f, v, mode, baselines[b]);
         fprintf(f, "\n");
     }
-    if (!strcmp(mode, "time"))
+    if (!strcmp(mode, "time") && gap_ms > 0)
+        fprintf(f, "\n%ld interleaved rounds after %ld warm-up rounds, the machine left idle for "
+                   "%ld ms before every run; ratios compare medians.\n",
+                reps, warmup, gap_ms);
+    else if (!strcmp(mode, "time"))
         fprintf(f, "\n%ld interleaved rounds after %ld warm-up rounds; ratios compare medians.\n",
                 reps, warmup);
     else if (!strcmp(mode, "throughput"))
@@ -529,7 +541,7 @@ static void emit_md(FILE *f, const char *mode)
 static int usage(void)
 {
     fprintf(stderr, "usage: fbbench time|throughput|rss [--title T] [--reps N] [--warmup N]\n"
-                    "       [--workers N] [--seconds N] [--baseline NAME]... [--json FILE]\n"
+                    "       [--workers N] [--seconds N] [--gap-ms N] [--baseline NAME]... [--json FILE]\n"
                     "       [--md FILE] [--note TEXT] @NAME CMD [ARGS...] [@NAME CMD...]...\n");
     return 2;
 }
@@ -555,6 +567,8 @@ int main(int argc, char **argv)
             warmup = atol(val);
         else if (!strcmp(o, "--workers"))
             workers = atol(val);
+        else if (!strcmp(o, "--gap-ms"))
+            gap_ms = atol(val);
         else if (!strcmp(o, "--seconds"))
             seconds = atol(val);
         else if (!strcmp(o, "--baseline") && nbaselines < MAX_BASELINES)
