@@ -189,9 +189,20 @@ while IFS='=' read -r k v; do H[$k]=$v; done <"$TMP/helper.info"
 HOST_HOSTNAME=$(hostname)
 UTSNS=$(stat -L -c %i /proc/self/ns/uts)
 NETNS=$(stat -L -c %i /proc/self/ns/net)
-MOUNTS_BEFORE=$(wc -l </proc/self/mountinfo)
-cgroups_left() { find /sys/fs/cgroup -mindepth 1 -maxdepth 8 -type d -name 'fluebox-*' 2>/dev/null | wc -l; }
-CGROUPS_BEFORE=$(cgroups_left)
+# fluebox names its cgroups fluebox-<its pid>-<seq>; every fluebox this run
+# starts records its pid here, so that leftovers are told apart from the
+# cgroups of other fluebox users on the machine.
+FBPIDS=$TMP/fluebox.pids
+: >"$FBPIDS"
+cgroups_left() {
+    local d pid
+    find /sys/fs/cgroup -mindepth 1 -maxdepth 10 -type d -name 'fluebox-*' 2>/dev/null |
+        while IFS= read -r d; do
+            pid=${d##*/fluebox-}
+            pid=${pid%%-*}
+            grep -qx -- "$pid" "$FBPIDS" && echo "$d"
+        done
+}
 
 CTX=("secret=$TMP/secret" "outside=$TMP/outside" "marker=$MARKER"
     "hostpid=${H[pid]}" "memaddr=${H[memaddr]}" "memlen=${H[memlen]}"
@@ -235,6 +246,8 @@ run_one() {
         cmd+=("${BWRAP[@]}" -- "/probes/$p" "${CTX[@]}" data=/data fill=/tmp)
         ;;
     *)
+        # sh records the pid fluebox will have, then becomes fluebox.
+        cmd+=(sh -c 'echo $$ >>"$0"; exec "$@"' "$FBPIDS")
         cmd+=("$FLUEBOX" run --profile "$mode" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
             --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
             --ro-bind "$TMP/bin:/probes" --ro-bind "$TMP/bindsrc:/data"
@@ -356,8 +369,9 @@ for d in /proc/[0-9]*; do
 done
 check "no probe or sandbox process left (${leftovers[*]:-none})" test ${#leftovers[@]} = 0
 for pid in "${leftovers[@]}"; do kill -KILL "$pid" 2>/dev/null; done
-check "no mount left on the host" test "$(wc -l </proc/self/mountinfo)" -le "$MOUNTS_BEFORE"
-check "no fluebox cgroup left behind" test "$(cgroups_left)" -le "$CGROUPS_BEFORE"
+check "no mount of the run's files left on the host" test -z "$(grep -F -- "$TMP" /proc/self/mountinfo)"
+left=$(cgroups_left)
+check "no cgroup of the run's fluebox processes left behind${left:+: $left}" test -z "$left"
 
 say ""
 say "blocked: every attempt failed; allowed: escaped where the profile permits it"
