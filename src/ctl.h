@@ -14,6 +14,8 @@ enum fb_msg_type {
     FB_MSG_READY,      /* child -> supervisor: sandbox built, init running */
     FB_MSG_EXEC_ERR,   /* command could not be executed: code (126/127), text */
     FB_MSG_EXIT,       /* command finished: status (wait status) */
+    FB_MSG_COW,        /* child -> supervisor, before READY: the copy-on-write
+                          upper layer, user and mount namespace (fds); cow.h */
     FB_MSG_SESSION = 100,
 };
 

@@ -6,7 +6,8 @@
  *   /etc               generated passwd, group, hostname, hosts, resolv.conf,
  *                      plus read-only binds of what programs need to run
  *                      (ld.so cache, alternatives, ssl certificates, ...)
- *   /workspace         --workspace DIR read-write (idmapped when root), or tmpfs
+ *   /workspace         --workspace DIR read-write (idmapped when root), or tmpfs,
+ *                      or with --cow an overlay with DIR as its lower layer (cow.c)
  *   /tmp               tmpfs of --disk size, mode 1777
  *   /dev               tmpfs with null zero full random urandom tty bound from
  *                      the host, a new devpts instance, /dev/shm tmpfs
@@ -28,6 +29,8 @@
  * point a mount at a host path. */
 #include "mount.h"
 
+#include "cow.h"
+#include "ctl.h"
 #include "net.h"
 
 #include <dirent.h>
@@ -83,6 +86,7 @@ struct fb_layout {
     int user_fd_base; /* unused */
     int workspace_fd;
     bool workspace_owned;
+    int cow_upper_fd; /* --cow-upper directory tree, or -1 */
     int *user_fds;    /* per p->mounts index: detached tree or -1 */
     bool *user_owned;
 };
@@ -98,6 +102,8 @@ void mount_layout_free(struct fb_layout *l)
         free(l->e[i].target);
     }
     free(l->e);
+    if (l->cow_upper_fd >= 0)
+        close(l->cow_upper_fd);
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
         if (l->dev_fd[i] >= 0)
             close(l->dev_fd[i]);
@@ -166,6 +172,7 @@ int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
 {
     struct fb_layout *l = fb_xcalloc(1, sizeof *l);
     l->workspace_fd = -1;
+    l->cow_upper_fd = -1;
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
         l->dev_fd[i] = -1;
     char path[4096];
@@ -201,10 +208,21 @@ int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
     if (pre && pre->workspace_fd >= 0) {
         l->workspace_fd = pre->workspace_fd;
     } else if (p->workspace) {
-        l->workspace_fd = clone_tree(p->workspace, p->workspace_ro ? RO_ATTRS : RW_ATTRS, err);
+        /* With --cow the workspace is the overlay's lower layer: read-only. */
+        l->workspace_fd = clone_tree(p->workspace, p->workspace_ro || p->cow ? RO_ATTRS : RW_ATTRS,
+                                     err);
         if (l->workspace_fd < 0)
             goto fail;
         l->workspace_owned = true;
+    }
+    if (p->cow && p->cow_upper) {
+        if (pre && pre->cow_upper_fd >= 0) {
+            l->cow_upper_fd = pre->cow_upper_fd;
+        } else {
+            l->cow_upper_fd = clone_tree(p->cow_upper, RW_ATTRS, err);
+            if (l->cow_upper_fd < 0)
+                goto fail;
+        }
     }
 
     l->user_fds = fb_xcalloc(p->nmounts ? p->nmounts : 1, sizeof(int));
@@ -234,6 +252,39 @@ int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
 fail:
     mount_layout_free(l);
     return -1;
+}
+
+/* ---- between the phases: the copy-on-write overlay ---- */
+
+static const char *build_base(void)
+{
+    return access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
+}
+
+int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb_err *err)
+{
+    if (l->workspace_fd < 0)
+        return fb_errf(err, FB_EXIT_SETUP, "--cow needs --workspace");
+    /* Nothing staged here may propagate back to the host. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "making mounts private");
+    /* Staged where mount_build then mounts the new root, on top of it. */
+    int ovl, fds[3];
+    if (cow_mount_child(p, l->workspace_fd, l->cow_upper_fd, build_base(), &ovl, fds, err) < 0)
+        return -1;
+    close(l->workspace_fd);
+    l->workspace_fd = ovl;
+    l->workspace_owned = true;
+    if (l->cow_upper_fd >= 0)
+        close(l->cow_upper_fd);
+    l->cow_upper_fd = -1;
+    struct fb_msg m = {.type = FB_MSG_COW};
+    int rc = ctl_send(ctl, &m, fds, 3);
+    for (int i = 0; i < 3; i++)
+        close(fds[i]);
+    if (rc < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "passing the copy-on-write layer");
+    return 0;
 }
 
 /* ---- phase 2 ---- */
@@ -542,7 +593,7 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
         fb_errno(err, FB_EXIT_SETUP, "making mounts private");
         goto out;
     }
-    const char *base = access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
+    const char *base = build_base();
     char opts[64];
     if (p->limits.disk > 0)
         snprintf(opts, sizeof opts, "mode=0755,size=%lld", (long long)p->limits.disk);

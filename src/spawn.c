@@ -20,6 +20,7 @@
  * root so every file it creates there belongs to the inside user. */
 #include "spawn.h"
 
+#include "cow.h"
 #include "ctl.h"
 #include "init.h"
 #include "mount.h"
@@ -119,6 +120,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
     }
+    if (p->cow && mount_cow(p, layout, ctl, &err) < 0)
+        child_fail(ctl, &err);
     if (mount_build(p, layout, &err) < 0)
         child_fail(ctl, &err);
     init_main(p, mode, ctl, nproc_fallback);
@@ -158,8 +161,11 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
 {
     pre->workspace_fd = -1;
     pre->bind_fds = NULL;
+    pre->cow_upper_fd = -1;
     if (!ids->root)
         return 0;
+    if (cow_premounts(p, ids, pre, err) < 0)
+        return -1;
     if (p->workspace && !p->cow && !p->workspace_ro) {
         struct stat st;
         if (stat(p->workspace, &st) < 0)
@@ -198,6 +204,9 @@ static void premounts_free(const struct fb_policy *p, struct fb_premounts *pre)
 {
     if (pre->workspace_fd >= 0)
         close(pre->workspace_fd);
+    if (pre->cow_upper_fd >= 0)
+        close(pre->cow_upper_fd);
+    pre->cow_upper_fd = -1;
     if (pre->bind_fds) {
         for (size_t i = 0; i < p->nmounts; i++)
             if (pre->bind_fds[i] >= 0)
@@ -231,7 +240,9 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
             sb->nproc_fallback = true;
     }
 
-    struct fb_premounts pre;
+    struct fb_premounts pre = {.workspace_fd = -1, .cow_upper_fd = -1};
+    if (p->cow && cow_begin(p, &sb->ids, &sb->cow, err) < 0)
+        goto fail;
     if (premounts_make(p, &sb->ids, &pre, err) < 0)
         goto fail;
 
@@ -295,6 +306,16 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
                 goto fail_child;
             continue;
         }
+        if (m.type == FB_MSG_COW) {
+            if (!sb->cow) {
+                for (size_t i = 0; i < nfds; i++)
+                    close(fds[i]);
+                continue;
+            }
+            if (cow_attach(sb->cow, fds, nfds, err) < 0)
+                goto fail_child;
+            continue;
+        }
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         if (m.type == FB_MSG_READY)
@@ -309,6 +330,8 @@ fail:
     premounts_free(p, &pre);
     cgroup_destroy(sb->cg);
     sb->cg = NULL;
+    cow_free(sb->cow);
+    sb->cow = NULL;
     return -1;
 }
 
@@ -336,6 +359,8 @@ void sandbox_release(struct fb_sandbox *sb)
     sb->pidfd = sb->ctl = -1;
     egress_free(sb->egress);
     sb->egress = NULL;
+    cow_free(sb->cow);
+    sb->cow = NULL;
     cgroup_destroy(sb->cg);
     sb->cg = NULL;
 }

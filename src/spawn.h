@@ -5,6 +5,7 @@
 #define FB_SPAWN_H
 
 #include "cgroup.h"
+#include "cow.h"
 #include "egress.h"
 #include "policy.h"
 #include "userns.h"
@@ -20,6 +21,7 @@ struct fb_sandbox {
     int ctl;                 /* control socket to init */
     struct fb_cgroup *cg;    /* NULL when no cgroup limits are in use */
     struct fb_egress *egress;/* allow-mode network, else NULL */
+    struct fb_cow *cow;      /* --cow: the upper layer and conflict baseline (cow.h) */
     struct fb_ids ids;
     uint64_t start_ns;
     bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */

@@ -196,8 +196,16 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     if (res->oom_killed && res->signal == SIGKILL)
         res->exit_code = FB_EXIT_OOM;
 
+    struct fb_cow *cow = fb_steal_ptr(sb.cow);
     sandbox_release(&sb);
     sigprocmask(SIG_SETMASK, &old, NULL);
+    if (cow) {
+        /* The sandbox is gone, its upper layer complete: report the changes
+         * and commit them if asked and the command succeeded (cow.c). */
+        bool ok = res->status_code == 0 && !res->timed_out;
+        res->exit_code = cow_run_finish(p, cow, res->exit_code, ok);
+        cow_free(cow);
+    }
     return 0;
 
 fatal:

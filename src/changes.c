@@ -1,0 +1,875 @@
+/* changes.c — the changes in a copy-on-write workspace: scan the upper
+ * layer against the host, render them as JSON or as a git patch (see
+ * changes.h).
+ *
+ * Reading the upper layer is reading what the sandbox wrote, so every
+ * lookup goes one component at a time from a directory fd or through
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a symlink the sandbox
+ * planted is read as a symlink and never followed, a fifo is never opened
+ * for reading. The host side is read the same way.
+ *
+ * Overlay markers in the upper layer (mounted with "userxattr"):
+ *   whiteout        character device 0/0 (or an entry carrying
+ *                   user.overlay.whiteout): the lower entry is deleted
+ *   opaque dir      user.overlay.opaque = "y": the lower directory's
+ *                   entries are hidden (rm -r then mkdir of the same name)
+ *   origin          user.overlay.origin: the entry was copied up */
+#include "changes.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#define XA_OPAQUE "user.overlay.opaque"
+#define XA_WHITEOUT "user.overlay.whiteout"
+#define XA_ORIGIN "user.overlay.origin"
+#define XA_REDIRECT "user.overlay.redirect"
+#define XA_METACOPY "user.overlay.metacopy"
+
+int changes_open_beneath(int dirfd, const char *path, int flags, mode_t mode)
+{
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    if (!path || !*path)
+        path = ".";
+    for (int tries = 0; tries < 8; tries++) {
+        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+        if (fd >= 0 || errno != EAGAIN)
+            return (int)fd;
+    }
+    return -1;
+}
+
+/* ---- small helpers ---- */
+
+static char *join(const char *dir, const char *name)
+{
+    return *dir ? fb_xasprintf("%s/%s", dir, name) : fb_xstrdup(name);
+}
+
+/* Split "a/b/c" into a parent ("a/b", or "") and a name ("c"). */
+static void split(const char *path, char *parent, size_t cap, const char **name)
+{
+    const char *s = strrchr(path, '/');
+    if (!s) {
+        parent[0] = 0;
+        *name = path;
+        return;
+    }
+    snprintf(parent, cap, "%.*s", (int)(s - path), path);
+    *name = s + 1;
+}
+
+/* An extended attribute of dirfd/name without following name. */
+static ssize_t xattr_at(int dirfd, const char *name, const char *key, char *val, size_t cap)
+{
+    char p[64 + 256];
+    snprintf(p, sizeof p, "/proc/self/fd/%d/%s", dirfd, name);
+    return lgetxattr(p, key, val, cap);
+}
+
+static bool has_xattr(int dirfd, const char *name, const char *key)
+{
+    char v[8];
+    return xattr_at(dirfd, name, key, v, sizeof v) >= 0 || errno == ERANGE;
+}
+
+static char kind_of(mode_t m)
+{
+    if (S_ISREG(m))
+        return FB_K_FILE;
+    if (S_ISLNK(m))
+        return FB_K_LINK;
+    if (S_ISDIR(m))
+        return FB_K_DIR;
+    return FB_K_OTHER;
+}
+
+static const char *kind_name(char k)
+{
+    return k == FB_K_FILE ? "file" : k == FB_K_LINK ? "symlink" : k == FB_K_DIR ? "dir" : "other";
+}
+
+/* The sandbox may leave files it owns unreadable (chmod 000). When we are
+ * their owner (fluebox unprivileged) make them readable in the upper layer
+ * before giving up; as root this never happens. */
+static int open_upper_entry(int dirfd, const char *name, int flags)
+{
+    int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0 || errno != EACCES)
+        return fd;
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid())
+        return -1;
+    mode_t add = S_ISDIR(st.st_mode) ? 0500 : 0400;
+    if (fchmodat(dirfd, name, (st.st_mode & 07777) | add, 0) < 0)
+        return -1;
+    fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+    int e = errno;
+    fchmodat(dirfd, name, st.st_mode & 07777, 0);
+    errno = e;
+    return fd;
+}
+
+/* Open directory `path` below root (upper layer or host), one component
+ * at a time for the upper layer so an unreadable directory can be
+ * recovered. */
+static int open_dir(int root, const char *path, bool upper)
+{
+    int fd = changes_open_beneath(root, path, O_RDONLY | O_DIRECTORY, 0);
+    if (fd >= 0 || !upper || errno != EACCES)
+        return fd;
+    char parent[4096];
+    const char *name;
+    split(path, parent, sizeof parent, &name);
+    cleanup_close int pfd = open_dir(root, parent, true);
+    if (pfd < 0)
+        return -1;
+    return open_upper_entry(pfd, name, O_RDONLY | O_DIRECTORY);
+}
+
+static int read_fd_all(int fd, struct fb_text *out)
+{
+    char tmp[65536];
+    for (;;) {
+        ssize_t n = read(fd, tmp, sizeof tmp);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        text_add(out, tmp, (size_t)n);
+    }
+}
+
+static int read_entry(int root, const char *path, char kind, bool upper, struct fb_text *out)
+{
+    char parent[4096];
+    const char *name;
+    split(path, parent, sizeof parent, &name);
+    cleanup_close int d = open_dir(root, parent, upper);
+    if (d < 0)
+        return -1;
+    if (kind == FB_K_LINK) {
+        char t[4096];
+        ssize_t n = readlinkat(d, name, t, sizeof t);
+        if (n < 0)
+            return -1;
+        text_add(out, t, (size_t)n);
+        return 0;
+    }
+    int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY;
+    cleanup_close int f = upper ? open_upper_entry(d, name, flags)
+                                : openat(d, name, flags | O_NOFOLLOW | O_CLOEXEC);
+    if (f < 0)
+        return -1;
+    struct stat st;
+    if (fstat(f, &st) < 0)
+        return -1;
+    if (!S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        return -1;
+    }
+    text_add(out, "", 0);
+    return read_fd_all(f, out);
+}
+
+int changes_read_upper(struct fb_cow *c, const char *path, char kind, struct fb_text *out)
+{
+    return read_entry(c->upper, path, kind, true, out);
+}
+
+int changes_read_host(struct fb_cow *c, const char *path, char kind, struct fb_text *out)
+{
+    return read_entry(c->host, path, kind, false, out);
+}
+
+/* Are two open regular files byte-for-byte equal? */
+static bool same_content(int a, int b)
+{
+    char x[32768], y[32768];
+    for (;;) {
+        ssize_t n = fb_read_full(a, x, sizeof x);
+        ssize_t m = fb_read_full(b, y, sizeof y);
+        if (n < 0 || m < 0 || n != m)
+            return false;
+        if (n == 0)
+            return true;
+        if (memcmp(x, y, (size_t)n))
+            return false;
+    }
+}
+
+/* ---- the scan ---- */
+
+struct scan {
+    struct fb_cow *c;
+    struct fb_changes *out;
+    int depth;
+};
+
+static struct fb_change *add(struct scan *s, const char *path, enum fb_chg_status st, char kind)
+{
+    struct fb_changes *o = s->out;
+    o->v = fb_xrealloc(o->v, (o->n + 1) * sizeof *o->v);
+    struct fb_change *x = &o->v[o->n++];
+    memset(x, 0, sizeof *x);
+    x->path = fb_xstrdup(path);
+    x->status = st;
+    x->kind = kind;
+    x->size = x->old_size = -1;
+    return x;
+}
+
+static void skipped(struct scan *s, const char *path, const char *why)
+{
+    struct fb_changes *o = s->out;
+    o->skipped = fb_xrealloc(o->skipped, (o->nskipped + 1) * sizeof *o->skipped);
+    o->skipped[o->nskipped++] = fb_xasprintf("%s: %s", path, why);
+}
+
+/* Names in a directory, sorted. */
+static char **list_dir(int dfd, size_t *n)
+{
+    *n = 0;
+    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return NULL;
+    }
+    size_t cap = 16;
+    char **v = fb_xmalloc(cap * sizeof *v);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (*n == cap) {
+            cap *= 2;
+            v = fb_xrealloc(v, cap * sizeof *v);
+        }
+        v[(*n)++] = fb_xstrdup(e->d_name);
+    }
+    closedir(d);
+    return v;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_list(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+/* A host entry (and, for a directory, everything below it) is deleted. */
+static int host_deleted(struct scan *s, int hdir, const char *name, const char *path,
+                        const struct stat *hst, struct fb_err *err)
+{
+    char k = kind_of(hst->st_mode);
+    struct fb_change *x = add(s, path, FB_CHG_DELETED, k);
+    x->old_mode = hst->st_mode & 07777;
+    x->old_size = k == FB_K_DIR ? -1 : hst->st_size;
+    if (k != FB_K_DIR)
+        return 0;
+    if (++s->depth > 1024) {
+        s->depth--;
+        return fb_errf(err, FB_EXIT_SETUP, "copy-on-write: %s: too deep", path);
+    }
+    int rc = 0;
+    cleanup_close int sub = openat(hdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub < 0) {
+        skipped(s, path, "cannot read the host directory");
+        s->depth--;
+        return 0;
+    }
+    size_t n;
+    char **names = list_dir(sub, &n);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct stat st;
+        if (fstatat(sub, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        char *child = join(path, names[i]);
+        rc = host_deleted(s, sub, names[i], child, &st, err);
+        free(child);
+    }
+    free_list(names, n);
+    s->depth--;
+    return rc;
+}
+
+static bool is_whiteout(int udir, const char *name, const struct stat *st)
+{
+    if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 && minor(st->st_rdev) == 0)
+        return true;
+    if (!S_ISDIR(st->st_mode) && st->st_size == 0 && has_xattr(udir, name, XA_WHITEOUT))
+        return true;
+    return false;
+}
+
+/* Compare an upper file or symlink with the host entry of the same kind. */
+static void compare_same(struct scan *s, int udir, int hdir, const char *name, const char *path,
+                         const struct stat *ust, const struct stat *hst)
+{
+    char k = kind_of(ust->st_mode);
+    bool content = false, mode = false;
+    if (k == FB_K_LINK) {
+        char a[4096], b[4096];
+        ssize_t n = readlinkat(udir, name, a, sizeof a);
+        ssize_t m = readlinkat(hdir, name, b, sizeof b);
+        content = n < 0 || m < 0 || n != m || memcmp(a, b, (size_t)n) != 0;
+    } else {
+        mode = (ust->st_mode & 07777) != (hst->st_mode & 07777);
+        if (ust->st_size != hst->st_size) {
+            content = true;
+        } else {
+            int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY;
+            cleanup_close int a = open_upper_entry(udir, name, flags);
+            cleanup_close int b = openat(hdir, name, flags | O_NOFOLLOW | O_CLOEXEC);
+            struct stat as, bs;
+            content = a < 0 || b < 0 || fstat(a, &as) < 0 || fstat(b, &bs) < 0 ||
+                      !S_ISREG(as.st_mode) || !S_ISREG(bs.st_mode) || !same_content(a, b);
+        }
+    }
+    if (!content && !mode)
+        return;
+    struct fb_change *x = add(s, path, FB_CHG_MODIFIED, k);
+    x->content = content;
+    x->mode = ust->st_mode & 07777;
+    x->old_mode = hst->st_mode & 07777;
+    x->size = ust->st_size;
+    x->old_size = hst->st_size;
+    x->copied_up = has_xattr(udir, name, XA_ORIGIN);
+}
+
+static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque,
+                    struct fb_err *err);
+
+static int scan_entry(struct scan *s, int udir, int hdir, const char *name, const char *path,
+                      struct fb_err *err)
+{
+    struct stat ust, hst;
+    if (fstatat(udir, name, &ust, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0; /* gone meanwhile (a live session) */
+    bool have_host = hdir >= 0 && fstatat(hdir, name, &hst, AT_SYMLINK_NOFOLLOW) == 0;
+    /* Host entries on another mount are outside the overlay's view. */
+    if (have_host && S_ISDIR(hst.st_mode)) {
+        struct stat hd;
+        if (fstat(hdir, &hd) == 0 && hd.st_dev != hst.st_dev)
+            have_host = false;
+    }
+
+    if (is_whiteout(udir, name, &ust))
+        return have_host ? host_deleted(s, hdir, name, path, &hst, err) : 0;
+
+    char k = kind_of(ust.st_mode);
+    if (k == FB_K_OTHER) {
+        skipped(s, path, S_ISFIFO(ust.st_mode) ? "a fifo" : S_ISSOCK(ust.st_mode) ? "a socket"
+                                                                                  : "a device");
+        return 0;
+    }
+    if (has_xattr(udir, name, XA_REDIRECT) || has_xattr(udir, name, XA_METACOPY))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "copy-on-write: %s: overlay redirects and metacopy are not supported",
+                       path);
+    bool copied = has_xattr(udir, name, XA_ORIGIN);
+
+    if (k == FB_K_DIR) {
+        char v[8] = {0};
+        bool opq = xattr_at(udir, name, XA_OPAQUE, v, sizeof v) > 0 && v[0] == 'y';
+        if (have_host && S_ISDIR(hst.st_mode)) {
+            if ((ust.st_mode & 07777) != (hst.st_mode & 07777)) {
+                struct fb_change *x = add(s, path, FB_CHG_MODIFIED, FB_K_DIR);
+                x->mode = ust.st_mode & 07777;
+                x->old_mode = hst.st_mode & 07777;
+                x->copied_up = copied;
+            }
+            return scan_dir(s, path, true, opq, err);
+        }
+        if (have_host && host_deleted(s, hdir, name, path, &hst, err) < 0)
+            return -1;
+        struct fb_change *x = add(s, path, FB_CHG_ADDED, FB_K_DIR);
+        x->mode = ust.st_mode & 07777;
+        x->copied_up = copied;
+        return scan_dir(s, path, false, false, err);
+    }
+
+    if (have_host && kind_of(hst.st_mode) == k) {
+        compare_same(s, udir, hdir, name, path, &ust, &hst);
+        return 0;
+    }
+    if (have_host && host_deleted(s, hdir, name, path, &hst, err) < 0)
+        return -1;
+    struct fb_change *x = add(s, path, FB_CHG_ADDED, k);
+    x->mode = k == FB_K_LINK ? 0777 : ust.st_mode & 07777;
+    x->size = ust.st_size;
+    x->copied_up = copied;
+    return 0;
+}
+
+static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque,
+                    struct fb_err *err)
+{
+    if (++s->depth > 1024) {
+        s->depth--;
+        return fb_errf(err, FB_EXIT_SETUP, "copy-on-write: %s: too deep", path);
+    }
+    int rc = 0;
+    cleanup_close int udir = open_dir(s->c->upper, path, true);
+    if (udir < 0) {
+        s->depth--;
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 0; /* changed meanwhile */
+        return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: reading %s in the upper layer",
+                        *path ? path : ".");
+    }
+    cleanup_close int hdir = host_dir ? open_dir(s->c->host, path, false) : -1;
+    size_t n = 0;
+    char **names = list_dir(udir, &n);
+    qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char *child = join(path, names[i]);
+        rc = scan_entry(s, udir, hdir, names[i], child, err);
+        free(child);
+    }
+    /* An opaque directory hides every host entry it does not have itself. */
+    if (rc == 0 && opaque && hdir >= 0) {
+        size_t hn = 0;
+        char **hnames = list_dir(hdir, &hn);
+        for (size_t i = 0; i < hn && rc == 0; i++) {
+            if (bsearch(&hnames[i], names, n, sizeof *names, cmp_str))
+                continue;
+            struct stat hst;
+            if (fstatat(hdir, hnames[i], &hst, AT_SYMLINK_NOFOLLOW) < 0)
+                continue;
+            char *child = join(path, hnames[i]);
+            rc = host_deleted(s, hdir, hnames[i], child, &hst, err);
+            free(child);
+        }
+        free_list(hnames, hn);
+    }
+    free_list(names, n);
+    s->depth--;
+    return rc;
+}
+
+static int cmp_change(const void *a, const void *b)
+{
+    const struct fb_change *x = a, *y = b;
+    int c = strcmp(x->path, y->path);
+    if (c)
+        return c;
+    /* The deletion of an entry comes before the addition that replaces it. */
+    return (x->status != FB_CHG_DELETED) - (y->status != FB_CHG_DELETED);
+}
+
+/* A deleted file and an added one with the same kind and content are a
+ * rename. Candidates are compared by size first, so the cost stays small
+ * even when many files are deleted. */
+static void find_renames(struct fb_cow *c, struct fb_changes *ch)
+{
+    size_t budget = 2000; /* content comparisons */
+    for (size_t i = 0; i < ch->n && budget; i++) {
+        struct fb_change *a = &ch->v[i];
+        if (a->status != FB_CHG_ADDED || a->kind == FB_K_DIR || a->size <= 0)
+            continue;
+        struct fb_text ab = {0};
+        bool loaded = false;
+        for (size_t j = 0; j < ch->n && budget; j++) {
+            struct fb_change *d = &ch->v[j];
+            if (d->status != FB_CHG_DELETED || d->kind != a->kind || d->old_size != a->size)
+                continue;
+            budget--;
+            if (!loaded) {
+                if (changes_read_upper(c, a->path, a->kind, &ab) < 0)
+                    break;
+                loaded = true;
+            }
+            struct fb_text db = {0};
+            bool same = changes_read_host(c, d->path, d->kind, &db) == 0 && db.len == ab.len &&
+                        (ab.len == 0 || memcmp(ab.p, db.p, ab.len) == 0);
+            text_free(&db);
+            if (!same)
+                continue;
+            a->status = FB_CHG_RENAMED;
+            a->from = fb_xstrdup(d->path);
+            a->old_mode = d->old_mode;
+            a->old_size = d->old_size;
+            d->status = (enum fb_chg_status)-1; /* removed below */
+            break;
+        }
+        text_free(&ab);
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < ch->n; i++) {
+        if ((int)ch->v[i].status == -1) {
+            free(ch->v[i].path);
+            free(ch->v[i].from);
+            continue;
+        }
+        ch->v[k++] = ch->v[i];
+    }
+    ch->n = k;
+}
+
+int changes_scan(struct fb_cow *c, struct fb_changes *out, struct fb_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (c->upper < 0)
+        return fb_errf(err, FB_EXIT_SETUP, "copy-on-write: no upper layer");
+    struct scan s = {.c = c, .out = out};
+    if (scan_dir(&s, "", true, false, err) < 0) {
+        changes_free(out);
+        return -1;
+    }
+    qsort(out->v, out->n, sizeof *out->v, cmp_change);
+    find_renames(c, out);
+    out->upper_full = cow_upper_full(c);
+    return 0;
+}
+
+void changes_free(struct fb_changes *ch)
+{
+    for (size_t i = 0; i < ch->n; i++) {
+        free(ch->v[i].path);
+        free(ch->v[i].from);
+    }
+    free(ch->v);
+    for (size_t i = 0; i < ch->nskipped; i++)
+        free(ch->skipped[i]);
+    free(ch->skipped);
+    memset(ch, 0, sizeof *ch);
+}
+
+static bool under(const char *path, const char *sel)
+{
+    while (*sel == '/')
+        sel++;
+    size_t n = strlen(sel);
+    while (n && sel[n - 1] == '/')
+        n--;
+    if (n == 0 || (n == 1 && sel[0] == '.'))
+        return true;
+    return !strncmp(path, sel, n) && (path[n] == 0 || path[n] == '/');
+}
+
+bool changes_selected(const struct fb_change *x, char *const *sel, size_t nsel)
+{
+    if (nsel == 0)
+        return true;
+    for (size_t i = 0; i < nsel; i++)
+        if (under(x->path, sel[i]) || (x->from && under(x->from, sel[i])))
+            return true;
+    return false;
+}
+
+/* ---- JSON ---- */
+
+static const char *status_name(enum fb_chg_status s)
+{
+    switch (s) {
+    case FB_CHG_ADDED:
+        return "added";
+    case FB_CHG_MODIFIED:
+        return "modified";
+    case FB_CHG_DELETED:
+        return "deleted";
+    case FB_CHG_RENAMED:
+        return "renamed";
+    }
+    return "?";
+}
+
+/* JSON strings must be UTF-8: invalid bytes become U+FFFD, flagged. */
+static json_t *jstr(const char *s, size_t n, bool *lossy)
+{
+    if (udiff_utf8_valid(s, n))
+        return json_stringn(s, n);
+    struct fb_text b = {0};
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < 0x80) {
+            text_add(&b, &p[i], 1);
+            continue;
+        }
+        size_t k = 1;
+        while (i + k < n && k < 4 && (p[i + k] & 0xc0) == 0x80)
+            k++;
+        if (udiff_utf8_valid((const char *)p + i, k)) {
+            text_add(&b, p + i, k);
+            i += k - 1;
+        } else {
+            text_puts(&b, "\xef\xbf\xbd");
+        }
+    }
+    if (lossy)
+        *lossy = true;
+    json_t *j = json_stringn(b.p ? b.p : "", b.len);
+    text_free(&b);
+    return j;
+}
+
+static json_t *jmode(mode_t m)
+{
+    char b[8];
+    snprintf(b, sizeof b, "%04o", (unsigned)m);
+    return json_string(b);
+}
+
+static void json_content(struct fb_cow *c, const struct fb_change *x, const char *old_path,
+                         const struct fb_changes_opts *o, json_t *e)
+{
+    struct fb_text nb = {0}, ob = {0};
+    bool want_new = x->status != FB_CHG_DELETED;
+    bool want_old = x->status != FB_CHG_ADDED;
+    if (want_new && changes_read_upper(c, x->path, x->kind, &nb) < 0) {
+        json_object_set_new(e, "error", json_string("cannot read the new content"));
+        goto out;
+    }
+    if (want_old && changes_read_host(c, old_path, x->kind, &ob) < 0) {
+        json_object_set_new(e, "error", json_string("cannot read the old content"));
+        goto out;
+    }
+    if (x->kind == FB_K_LINK) {
+        if (want_new)
+            json_object_set_new(e, "target", jstr(nb.p ? nb.p : "", nb.len, NULL));
+        if (want_old && x->status != FB_CHG_RENAMED && (x->status == FB_CHG_DELETED || x->content))
+            json_object_set_new(e, x->status == FB_CHG_DELETED ? "target" : "old_target",
+                                jstr(ob.p ? ob.p : "", ob.len, NULL));
+        goto out;
+    }
+    bool binary = udiff_is_binary(nb.p ? nb.p : "", nb.len) || udiff_is_binary(ob.p ? ob.p : "", ob.len);
+    json_object_set_new(e, "binary", json_boolean(binary));
+    if (binary || x->status == FB_CHG_RENAMED || (x->status == FB_CHG_MODIFIED && !x->content))
+        goto out;
+    size_t added = 0, removed = 0;
+    udiff_count(ob.p ? ob.p : "", ob.len, nb.p ? nb.p : "", nb.len, &added, &removed);
+    json_object_set_new(e, "lines_added", json_integer((json_int_t)added));
+    json_object_set_new(e, "lines_removed", json_integer((json_int_t)removed));
+    if (!o->diffs)
+        goto out;
+    struct fb_text d = {0};
+    udiff_hunks(ob.p ? ob.p : "", ob.len, nb.p ? nb.p : "", nb.len, 3, &d);
+    size_t cap = o->max_diff ? o->max_diff : 1 << 20;
+    if (d.len > cap)
+        json_object_set_new(e, "diff_omitted", json_string("too large"));
+    else if (!udiff_utf8_valid(d.p ? d.p : "", d.len))
+        json_object_set_new(e, "diff_omitted", json_string("not UTF-8"));
+    else
+        json_object_set_new(e, "diff", json_stringn(d.p ? d.p : "", d.len));
+    text_free(&d);
+out:
+    text_free(&nb);
+    text_free(&ob);
+}
+
+json_t *changes_json(struct fb_cow *c, const struct fb_changes *ch, const struct fb_changes_opts *o)
+{
+    json_t *root = json_object();
+    json_t *arr = json_array();
+    size_t counts[4] = {0};
+    for (size_t i = 0; i < ch->n; i++) {
+        const struct fb_change *x = &ch->v[i];
+        if (!changes_selected(x, o->sel, o->nsel))
+            continue;
+        json_t *e = json_object();
+        bool lossy = false;
+        json_object_set_new(e, "path", jstr(x->path, strlen(x->path), &lossy));
+        json_object_set_new(e, "status", json_string(status_name(x->status)));
+        json_object_set_new(e, "type", json_string(kind_name(x->kind)));
+        if (x->from)
+            json_object_set_new(e, "from", jstr(x->from, strlen(x->from), &lossy));
+        if (lossy)
+            json_object_set_new(e, "path_not_utf8", json_true());
+        if (x->kind != FB_K_LINK) {
+            if (x->status != FB_CHG_DELETED)
+                json_object_set_new(e, "mode", jmode(x->mode));
+            if (x->status != FB_CHG_ADDED && (x->status == FB_CHG_DELETED || x->mode != x->old_mode))
+                json_object_set_new(e, "old_mode", jmode(x->old_mode));
+        }
+        if (x->kind == FB_K_FILE) {
+            if (x->status != FB_CHG_DELETED)
+                json_object_set_new(e, "size", json_integer(x->size));
+            if (x->status != FB_CHG_ADDED)
+                json_object_set_new(e, "old_size", json_integer(x->old_size));
+        }
+        if (x->status == FB_CHG_MODIFIED && x->kind != FB_K_DIR)
+            json_object_set_new(e, "content_changed", json_boolean(x->content));
+        if (x->kind == FB_K_FILE || x->kind == FB_K_LINK)
+            json_content(c, x, x->from ? x->from : x->path, o, e);
+        json_array_append_new(arr, e);
+        counts[x->status]++;
+    }
+    json_object_set_new(root, "workspace", jstr(c->workspace, strlen(c->workspace), NULL));
+    json_object_set_new(root, "changes", arr);
+    json_t *cnt = json_object();
+    for (int k = 0; k < 4; k++)
+        json_object_set_new(cnt, status_name((enum fb_chg_status)k), json_integer((json_int_t)counts[k]));
+    json_object_set_new(root, "counts", cnt);
+    json_t *sk = json_array();
+    for (size_t i = 0; i < ch->nskipped; i++)
+        json_array_append_new(sk, jstr(ch->skipped[i], strlen(ch->skipped[i]), NULL));
+    json_object_set_new(root, "skipped", sk);
+    json_object_set_new(root, "upper_full", json_boolean(ch->upper_full));
+    return root;
+}
+
+/* ---- git patch ---- */
+
+/* A path as git writes it: C-quoted when it holds a quote, a backslash, a
+ * control character or a non-ASCII byte. */
+static void gitname(struct fb_text *b, const char *prefix, const char *path)
+{
+    bool quote = false;
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++)
+        if (*p < 0x20 || *p >= 0x7f || *p == '"' || *p == '\\')
+            quote = true;
+    if (!quote) {
+        text_puts(b, prefix);
+        text_puts(b, path);
+        return;
+    }
+    text_puts(b, "\"");
+    text_puts(b, prefix);
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        switch (*p) {
+        case '"': text_puts(b, "\\\""); break;
+        case '\\': text_puts(b, "\\\\"); break;
+        case '\n': text_puts(b, "\\n"); break;
+        case '\t': text_puts(b, "\\t"); break;
+        default:
+            if (*p < 0x20 || *p >= 0x7f)
+                text_printf(b, "\\%03o", *p);
+            else
+                text_add(b, p, 1);
+        }
+    }
+    text_puts(b, "\"");
+}
+
+static unsigned gitmode(char kind, mode_t m)
+{
+    if (kind == FB_K_LINK)
+        return 0120000;
+    return (m & 0100) ? 0100755 : 0100644;
+}
+
+static void header(struct fb_text *b, const char *from, const char *to)
+{
+    text_puts(b, "diff --git ");
+    gitname(b, "a/", from);
+    text_puts(b, " ");
+    gitname(b, "b/", to);
+    text_puts(b, "\n");
+}
+
+/* Content part of a patch entry: text hunks or a binary literal. */
+static void body(struct fb_text *b, const char *oldp, const char *newp, const struct fb_text *ob,
+                 const struct fb_text *nb, unsigned mode_after)
+{
+    const char *o = ob ? (ob->p ? ob->p : "") : "";
+    size_t ol = ob ? ob->len : 0;
+    const char *n = nb ? (nb->p ? nb->p : "") : "";
+    size_t nl = nb ? nb->len : 0;
+    if (udiff_is_binary(o, ol) || udiff_is_binary(n, nl)) {
+        char oid[41], nid[41];
+        if (ob)
+            udiff_blob_id(o, ol, oid);
+        else
+            snprintf(oid, sizeof oid, "%040d", 0);
+        if (nb)
+            udiff_blob_id(n, nl, nid);
+        else
+            snprintf(nid, sizeof nid, "%040d", 0);
+        text_printf(b, "index %s..%s", oid, nid);
+        if (mode_after)
+            text_printf(b, " %06o", mode_after);
+        text_puts(b, "\nGIT binary patch\n");
+        udiff_git_binary(n, nl, b);
+        return;
+    }
+    if (ol == 0 && nl == 0)
+        return;
+    text_puts(b, "--- ");
+    if (oldp)
+        gitname(b, "a/", oldp);
+    else
+        text_puts(b, "/dev/null");
+    text_puts(b, "\n+++ ");
+    if (newp)
+        gitname(b, "b/", newp);
+    else
+        text_puts(b, "/dev/null");
+    text_puts(b, "\n");
+    udiff_hunks(o, ol, n, nl, 3, b);
+}
+
+int changes_patch(struct fb_cow *c, const struct fb_changes *ch, const struct fb_changes_opts *o,
+                  struct fb_text *out, struct fb_err *err)
+{
+    for (size_t i = 0; i < ch->n; i++) {
+        const struct fb_change *x = &ch->v[i];
+        if (x->kind == FB_K_DIR || x->kind == FB_K_OTHER || !changes_selected(x, o->sel, o->nsel))
+            continue;
+        struct fb_text nb = {0}, ob = {0};
+        const char *oldp = x->from ? x->from : x->path;
+        bool need_new = x->status == FB_CHG_ADDED || (x->status == FB_CHG_MODIFIED && x->content);
+        bool need_old = x->status == FB_CHG_DELETED || (x->status == FB_CHG_MODIFIED && x->content);
+        if ((need_new && changes_read_upper(c, x->path, x->kind, &nb) < 0) ||
+            (need_old && changes_read_host(c, oldp, x->kind, &ob) < 0)) {
+            text_free(&nb);
+            text_free(&ob);
+            return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: reading %s", x->path);
+        }
+        unsigned nm = gitmode(x->kind, x->mode), om = gitmode(x->kind, x->old_mode);
+        switch (x->status) {
+        case FB_CHG_ADDED:
+            header(out, x->path, x->path);
+            text_printf(out, "new file mode %06o\n", nm);
+            body(out, NULL, x->path, NULL, &nb, 0);
+            break;
+        case FB_CHG_DELETED:
+            header(out, x->path, x->path);
+            text_printf(out, "deleted file mode %06o\n", om);
+            body(out, x->path, NULL, &ob, NULL, 0);
+            break;
+        case FB_CHG_MODIFIED:
+            if (!x->content && nm == om)
+                break; /* a mode change git cannot express (not the x bit) */
+            header(out, x->path, x->path);
+            if (nm != om)
+                text_printf(out, "old mode %06o\nnew mode %06o\n", om, nm);
+            if (x->content)
+                body(out, x->path, x->path, &ob, &nb, nm == om ? nm : 0);
+            break;
+        case FB_CHG_RENAMED:
+            header(out, x->from, x->path);
+            if (nm != om)
+                text_printf(out, "old mode %06o\nnew mode %06o\n", om, nm);
+            text_puts(out, "similarity index 100%\nrename from ");
+            gitname(out, "", x->from);
+            text_puts(out, "\nrename to ");
+            gitname(out, "", x->path);
+            text_puts(out, "\n");
+            break;
+        }
+        text_free(&nb);
+        text_free(&ob);
+    }
+    return 0;
+}

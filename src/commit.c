@@ -1,0 +1,564 @@
+/* commit.c — apply a copy-on-write workspace's changes to the host
+ * directory (see changes.h).
+ *
+ * This runs in the supervisor with fluebox's privileges, on content the
+ * sandbox controls, so:
+ *   - every host path is resolved from the workspace's directory fd with
+ *     openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV): a
+ *     symlink anywhere on the way (planted by the sandbox through an earlier
+ *     change, or present on the host) makes the change fail, it is never
+ *     followed, and nothing outside the workspace or on another mount is
+ *     reached; the last component is replaced by rename(), which replaces a
+ *     symlink itself rather than its target;
+ *   - the upper layer is read the same way (changes.c), so a symlink or a
+ *     hard link in it is data, never a path to follow;
+ *   - each file is written to a new inode in the same directory (O_TMPFILE,
+ *     or a named temporary file) and renamed over the old one, so a commit
+ *     killed half way leaves every file either old or new, never truncated;
+ *   - modes keep the permission bits only: no setuid, setgid or sticky bit
+ *     the sandbox set survives;
+ *   - as root, files are created with the workspace owner's ids (setfsuid/
+ *     setfsgid, which also drops root's file capabilities while writing), so
+ *     nothing the sandbox wrote becomes root's;
+ *   - all changes are checked before any is applied: a host entry changed
+ *     since the session started (its ctime is at or after the start, or it
+ *     is not the inode fluebox itself wrote in an earlier commit) is a
+ *     conflict, and with a conflict nothing is applied unless forced. */
+#include "changes.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+
+static void conflict(struct fb_commit *r, const char *path, const char *why)
+{
+    r->conflicts = fb_xrealloc(r->conflicts, (r->nconflicts + 1) * sizeof *r->conflicts);
+    r->conflicts[r->nconflicts].path = fb_xstrdup(path);
+    r->conflicts[r->nconflicts].reason = fb_xstrdup(why);
+    r->nconflicts++;
+}
+
+void commit_free(struct fb_commit *r)
+{
+    for (size_t i = 0; i < r->nconflicts; i++) {
+        free(r->conflicts[i].path);
+        free(r->conflicts[i].reason);
+    }
+    free(r->conflicts);
+    memset(r, 0, sizeof *r);
+}
+
+json_t *commit_json(const struct fb_commit *r)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "applied", json_integer((json_int_t)r->applied));
+    json_t *a = json_array();
+    for (size_t i = 0; i < r->nconflicts; i++) {
+        json_t *e = json_object();
+        json_object_set_new(e, "path", json_string(r->conflicts[i].path));
+        json_object_set_new(e, "reason", json_string(r->conflicts[i].reason));
+        if (!json_object_get(e, "path"))
+            json_object_set_new(e, "path", json_string("(not UTF-8)"));
+        json_array_append_new(a, e);
+    }
+    json_object_set_new(o, "conflicts", a);
+    json_object_set_new(o, "error", r->error[0] ? json_string(r->error) : json_null());
+    return o;
+}
+
+static void split(const char *path, char *parent, size_t cap, const char **name)
+{
+    const char *s = strrchr(path, '/');
+    if (!s) {
+        parent[0] = 0;
+        *name = path;
+        return;
+    }
+    snprintf(parent, cap, "%.*s", (int)(s - path), path);
+    *name = s + 1;
+}
+
+static bool ts_ge(struct timespec a, struct timespec b)
+{
+    return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec);
+}
+
+/* Has this host entry changed since the session started? */
+static bool changed_since(const struct fb_cow *c, const char *path, const struct stat *st)
+{
+    const struct fb_cow_base *b = cow_base_get(c, path);
+    if (b)
+        return !(b->dev == st->st_dev && b->ino == st->st_ino &&
+                 b->ctime.tv_sec == st->st_ctim.tv_sec && b->ctime.tv_nsec == st->st_ctim.tv_nsec);
+    return ts_ge(st->st_ctim, c->start);
+}
+
+/* lstat of a host path, resolved beneath the workspace. Returns 1 found,
+ * 0 absent, -1 unreachable (a symlink, a mount or a non-directory on the
+ * way) with errno. */
+static int host_lstat(struct fb_cow *c, const char *path, struct stat *st)
+{
+    char parent[4096];
+    const char *name;
+    split(path, parent, sizeof parent, &name);
+    cleanup_close int d = changes_open_beneath(c->host, parent, O_PATH | O_DIRECTORY, 0);
+    if (d < 0)
+        return errno == ENOENT ? 0 : -1;
+    if (fstatat(d, name, st, AT_SYMLINK_NOFOLLOW) == 0)
+        return 1;
+    return errno == ENOENT ? 0 : -1;
+}
+
+static char kind_of(mode_t m)
+{
+    return S_ISREG(m) ? FB_K_FILE : S_ISLNK(m) ? FB_K_LINK : S_ISDIR(m) ? FB_K_DIR : FB_K_OTHER;
+}
+
+static const char *unreachable(void)
+{
+    if (errno == ELOOP)
+        return "the host path goes through a symlink";
+    if (errno == EXDEV)
+        return "the host path crosses a mount point";
+    if (errno == ENOTDIR)
+        return "a parent on the host is not a directory";
+    return strerror(errno);
+}
+
+/* Check one change; adds conflicts to r. */
+static void check(struct fb_cow *c, const struct fb_change *x, struct fb_commit *r)
+{
+    struct stat st;
+    int h = host_lstat(c, x->path, &st);
+    if (h < 0) {
+        conflict(r, x->path, unreachable());
+        return;
+    }
+    switch (x->status) {
+    case FB_CHG_DELETED:
+        if (h == 0)
+            return; /* deleted on both sides */
+        if (kind_of(st.st_mode) != x->kind)
+            conflict(r, x->path, "its type changed on the host");
+        else if (x->kind != FB_K_DIR && changed_since(c, x->path, &st))
+            conflict(r, x->path, "changed on the host since the session started");
+        return;
+    case FB_CHG_MODIFIED:
+        if (h == 0)
+            conflict(r, x->path, "deleted on the host since the session started");
+        else if (kind_of(st.st_mode) != x->kind)
+            conflict(r, x->path, "its type changed on the host");
+        else if (x->kind != FB_K_DIR && changed_since(c, x->path, &st))
+            conflict(r, x->path, "changed on the host since the session started");
+        return;
+    case FB_CHG_ADDED:
+    case FB_CHG_RENAMED:
+        if (h == 1 && !(x->kind == FB_K_DIR && S_ISDIR(st.st_mode))) {
+            conflict(r, x->path, "created on the host since the session started");
+            return;
+        }
+        if (x->status == FB_CHG_ADDED && x->copied_up && x->kind != FB_K_DIR) {
+            /* It was copied up from the host, which no longer has it: deleted
+             * there, unless the sandbox only moved it (then the directory on
+             * the host is unchanged). */
+            char parent[4096];
+            const char *name;
+            split(x->path, parent, sizeof parent, &name);
+            struct stat ps;
+            cleanup_close int d = changes_open_beneath(c->host, parent, O_PATH | O_DIRECTORY, 0);
+            if (d >= 0 && fstat(d, &ps) == 0 && changed_since(c, *parent ? parent : ".", &ps))
+                conflict(r, x->path, "deleted on the host since the session started");
+        }
+        if (x->status == FB_CHG_RENAMED) {
+            int hf = host_lstat(c, x->from, &st);
+            if (hf < 0)
+                conflict(r, x->from, unreachable());
+            else if (hf == 1 && kind_of(st.st_mode) != x->kind)
+                conflict(r, x->from, "its type changed on the host");
+            else if (hf == 1 && changed_since(c, x->from, &st))
+                conflict(r, x->from, "changed on the host since the session started");
+        }
+        return;
+    }
+}
+
+/* ---- applying ---- */
+
+struct apply {
+    struct fb_cow *c;
+    struct fb_commit *r;
+    unsigned tmpseq;
+    char **dirs; /* parent directories touched: fsync'ed and re-based at the end */
+    size_t ndirs;
+};
+
+/* As root, create and modify host files as the workspace's owner. */
+static void as_owner(const struct fb_cow *c, bool on)
+{
+    if (!c->root || c->owner_uid == 0)
+        return;
+    if (on) {
+        setfsgid(c->owner_gid);
+        setfsuid(c->owner_uid);
+    } else {
+        setfsuid(0);
+        setfsgid(0);
+    }
+}
+
+static void touched(struct apply *a, const char *dir)
+{
+    for (size_t i = 0; i < a->ndirs; i++)
+        if (!strcmp(a->dirs[i], dir))
+            return;
+    a->dirs = fb_xrealloc(a->dirs, (a->ndirs + 1) * sizeof *a->dirs);
+    a->dirs[a->ndirs++] = fb_xstrdup(dir);
+}
+
+static int fail(struct apply *a, const char *path, const char *what)
+{
+    snprintf(a->r->error, sizeof a->r->error, "%s: %s: %s", path, what, strerror(errno));
+    return -1;
+}
+
+/* Make sure directory `path` exists on the host (creating missing ones
+ * with the mode the sandbox gave them, owner-writable until the end) and
+ * return an fd of it. */
+static int host_dir(struct apply *a, const char *path)
+{
+    int fd = changes_open_beneath(a->c->host, path, O_PATH | O_DIRECTORY, 0);
+    if (fd >= 0 || errno != ENOENT)
+        return fd;
+    char parent[4096];
+    const char *name;
+    split(path, parent, sizeof parent, &name);
+    cleanup_close int pfd = host_dir(a, parent);
+    if (pfd < 0)
+        return -1;
+    as_owner(a->c, true);
+    int rc = mkdirat(pfd, name, 0700);
+    int e = errno;
+    as_owner(a->c, false);
+    if (rc < 0 && e != EEXIST) {
+        errno = e;
+        return -1;
+    }
+    touched(a, *parent ? parent : ".");
+    return changes_open_beneath(a->c->host, path, O_PATH | O_DIRECTORY, 0);
+}
+
+/* Copy src into a new inode in dir and rename it to name. */
+static int replace_file(struct apply *a, int dir, const char *name, int src, mode_t mode)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".fluebox-commit-%d-%u", (int)getpid(), a->tmpseq++);
+    /* O_TMPFILE needs a real directory fd, not O_PATH. */
+    cleanup_close int rd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rd < 0)
+        return -1;
+    bool named = false;
+    int out = openat(rd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (out < 0) {
+        out = openat(rd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+        named = true;
+    }
+    if (out < 0)
+        return -1;
+    char buf[65536];
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(src, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 || (n > 0 && fb_write_all(out, buf, (size_t)n) < 0)) {
+            rc = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+    }
+    if (rc == 0 && fchmod(out, mode & 0777) < 0)
+        rc = -1;
+    if (rc == 0 && fdatasync(out) < 0)
+        rc = -1;
+    if (rc == 0 && !named) {
+        char via[64];
+        snprintf(via, sizeof via, "/proc/self/fd/%d", out);
+        if (linkat(AT_FDCWD, via, rd, tmp, AT_SYMLINK_FOLLOW) < 0)
+            rc = -1;
+    }
+    int e = errno;
+    close(out);
+    if (rc == 0 && renameat(rd, tmp, rd, name) < 0) {
+        e = errno;
+        rc = -1;
+    }
+    if (rc < 0)
+        unlinkat(rd, tmp, 0);
+    errno = e;
+    return rc;
+}
+
+static int replace_symlink(struct apply *a, int dir, const char *name, const char *target)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".fluebox-commit-%d-%u", (int)getpid(), a->tmpseq++);
+    if (symlinkat(target, dir, tmp) < 0)
+        return -1;
+    if (renameat(dir, tmp, dir, name) < 0) {
+        int e = errno;
+        unlinkat(dir, tmp, 0);
+        errno = e;
+        return -1;
+    }
+    return 0;
+}
+
+static void rebase(struct apply *a, int dir, const char *name, const char *path)
+{
+    struct stat st;
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        cow_base_set(a->c, path, &st);
+}
+
+/* Write the upper layer's file or symlink at x->path to the host. */
+static int write_entry(struct apply *a, const struct fb_change *x)
+{
+    char parent[4096];
+    const char *name;
+    split(x->path, parent, sizeof parent, &name);
+    cleanup_close int dir = host_dir(a, parent);
+    if (dir < 0)
+        return fail(a, x->path, "opening its host directory");
+    touched(a, *parent ? parent : ".");
+    int rc;
+    if (x->kind == FB_K_LINK) {
+        struct fb_text t = {0};
+        if (changes_read_upper(a->c, x->path, FB_K_LINK, &t) < 0) {
+            text_free(&t);
+            return fail(a, x->path, "reading the symlink");
+        }
+        as_owner(a->c, true);
+        rc = replace_symlink(a, dir, name, t.p ? t.p : "");
+        int e = errno;
+        as_owner(a->c, false);
+        errno = e;
+        text_free(&t);
+    } else {
+        /* The source is opened with fluebox's own ids (the upper layer
+         * belongs to the sandbox's host id), the target written as the
+         * owner. */
+        char up[4096];
+        const char *un;
+        split(x->path, up, sizeof up, &un);
+        cleanup_close int udir = changes_open_beneath(a->c->upper, up, O_RDONLY | O_DIRECTORY, 0);
+        cleanup_close int src = udir >= 0 ? openat(udir, un, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+                                                                 O_NOCTTY | O_CLOEXEC)
+                                          : -1;
+        struct stat ss;
+        if (src < 0 || fstat(src, &ss) < 0 || !S_ISREG(ss.st_mode)) {
+            if (src >= 0)
+                errno = EINVAL;
+            return fail(a, x->path, "reading the new content");
+        }
+        int fl = fcntl(src, F_GETFL);
+        if (fl >= 0)
+            fcntl(src, F_SETFL, fl & ~O_NONBLOCK);
+        as_owner(a->c, true);
+        rc = replace_file(a, dir, name, src, x->mode);
+        int e = errno;
+        as_owner(a->c, false);
+        errno = e;
+    }
+    if (rc < 0)
+        return fail(a, x->path, "writing");
+    rebase(a, dir, name, x->path);
+    return 0;
+}
+
+static int delete_entry(struct apply *a, const char *path, char kind)
+{
+    char parent[4096];
+    const char *name;
+    split(path, parent, sizeof parent, &name);
+    cleanup_close int dir = changes_open_beneath(a->c->host, parent, O_PATH | O_DIRECTORY, 0);
+    if (dir < 0)
+        return errno == ENOENT ? 0 : fail(a, path, "opening its host directory");
+    as_owner(a->c, true);
+    int rc = unlinkat(dir, name, kind == FB_K_DIR ? AT_REMOVEDIR : 0);
+    int e = errno;
+    as_owner(a->c, false);
+    if (rc < 0 && e != ENOENT && !(kind == FB_K_DIR && (e == ENOTEMPTY || e == EEXIST))) {
+        errno = e;
+        return fail(a, path, "deleting");
+    }
+    touched(a, *parent ? parent : ".");
+    return 0;
+}
+
+static int chmod_entry(struct apply *a, const char *path, mode_t mode)
+{
+    int fd = changes_open_beneath(a->c->host, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+    if (fd < 0 && errno == EACCES)
+        fd = changes_open_beneath(a->c->host, path, O_PATH, 0);
+    if (fd < 0)
+        return fail(a, path, "opening");
+    struct stat st;
+    int rc = fstat(fd, &st);
+    if (rc == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        errno = EINVAL;
+        rc = -1;
+    }
+    if (rc == 0) {
+        char via[64];
+        snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
+        as_owner(a->c, true);
+        rc = fchmod(fd, mode & 0777);
+        if (rc < 0 && errno == EBADF) /* an O_PATH fd */
+            rc = chmod(via, mode & 0777);
+        int e = errno;
+        as_owner(a->c, false);
+        errno = e;
+    }
+    close(fd);
+    return rc < 0 ? fail(a, path, "changing the mode") : 0;
+}
+
+/* Is p equal to q or an ancestor of it? */
+static bool is_prefix(const char *p, const char *q)
+{
+    size_t n = strlen(p);
+    return !strncmp(p, q, n) && (q[n] == 0 || q[n] == '/');
+}
+
+int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel, size_t nsel,
+                 bool force, struct fb_commit *res, struct fb_err *err)
+{
+    memset(res, 0, sizeof *res);
+    const struct fb_change **v = fb_xcalloc(ch->n + 1, sizeof *v);
+    size_t n = 0;
+    for (size_t i = 0; i < ch->n; i++)
+        if (ch->v[i].kind != FB_K_OTHER && changes_selected(&ch->v[i], sel, nsel))
+            v[n++] = &ch->v[i];
+    for (size_t i = 0; i < n; i++)
+        check(c, v[i], res);
+    if (res->nconflicts && !force) {
+        free(v);
+        return fb_errf(err, FB_EXIT_SETUP, "%zu conflict%s: nothing was committed",
+                       res->nconflicts, res->nconflicts == 1 ? "" : "s");
+    }
+
+    struct apply a = {.c = c, .r = res};
+    int rc = 0;
+    /* What goes away: deleted entries and rename sources. Those in the way
+     * of a new entry (the same path or one of its parents: a file that
+     * becomes a directory, a directory that becomes a file) go first, the
+     * rest only after every new file is in place, so a commit interrupted
+     * half way has lost nothing. */
+    char *in_way = fb_xcalloc(n + 1, 1);
+    for (size_t i = 0; i < n; i++) {
+        const char *gone = v[i]->status == FB_CHG_DELETED   ? v[i]->path
+                           : v[i]->status == FB_CHG_RENAMED ? v[i]->from
+                                                            : NULL;
+        if (!gone)
+            continue;
+        for (size_t j = 0; j < n && !in_way[i]; j++)
+            if ((v[j]->status == FB_CHG_ADDED || v[j]->status == FB_CHG_RENAMED) &&
+                is_prefix(gone, v[j]->path) && !(v[i]->kind == FB_K_DIR && v[j]->kind == FB_K_DIR &&
+                                                  !strcmp(gone, v[j]->path)))
+                in_way[i] = 1;
+    }
+    /* ... including everything below a directory in the way. */
+    for (size_t i = 0; i < n; i++) {
+        if (!in_way[i] || v[i]->kind != FB_K_DIR)
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (v[j]->status == FB_CHG_DELETED && is_prefix(v[i]->path, v[j]->path))
+                in_way[j] = 1;
+    }
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+        /* Files first, then directories deepest first. */
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (!in_way[i] || v[i]->kind == FB_K_DIR)
+                continue;
+            const char *gone = v[i]->status == FB_CHG_RENAMED ? v[i]->from : v[i]->path;
+            if (pass == 0)
+                rc = delete_entry(&a, gone, v[i]->kind);
+        }
+        for (size_t i = n; i-- > 0 && rc == 0 && pass == 1;)
+            if (in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED)
+                rc = delete_entry(&a, v[i]->path, FB_K_DIR);
+    }
+    /* New and changed entries, parents first (sorted order). */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct fb_change *x = v[i];
+        if (x->status == FB_CHG_DELETED)
+            continue;
+        if (x->kind == FB_K_DIR) {
+            if (x->status == FB_CHG_ADDED) {
+                int d = host_dir(&a, x->path);
+                if (d < 0)
+                    rc = fail(&a, x->path, "creating the directory");
+                else
+                    close(d);
+            }
+        } else if (x->status == FB_CHG_MODIFIED && !x->content) {
+            rc = chmod_entry(&a, x->path, x->mode);
+        } else {
+            rc = write_entry(&a, x);
+        }
+        if (rc == 0)
+            res->applied++;
+    }
+    /* The rest of what goes away. */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (in_way[i] || v[i]->kind == FB_K_DIR)
+            continue;
+        if (v[i]->status == FB_CHG_DELETED || v[i]->status == FB_CHG_RENAMED)
+            rc = delete_entry(&a, v[i]->status == FB_CHG_RENAMED ? v[i]->from : v[i]->path,
+                              v[i]->kind);
+        if (rc == 0 && v[i]->status == FB_CHG_DELETED)
+            res->applied++;
+    }
+    for (size_t i = n; i-- > 0 && rc == 0;) {
+        if (v[i]->kind != FB_K_DIR || v[i]->status != FB_CHG_DELETED)
+            continue;
+        if (!in_way[i])
+            rc = delete_entry(&a, v[i]->path, FB_K_DIR);
+        if (rc == 0)
+            res->applied++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (in_way[i] && v[i]->status == FB_CHG_DELETED && v[i]->kind != FB_K_DIR)
+            res->applied++;
+    /* Directory modes last (deepest first), so a directory the sandbox made
+     * read-only could still be written into above. */
+    for (size_t i = n; i-- > 0 && rc == 0;) {
+        const struct fb_change *x = v[i];
+        if (x->kind != FB_K_DIR || x->status == FB_CHG_DELETED)
+            continue;
+        rc = chmod_entry(&a, x->path, x->mode);
+        if (rc == 0 && x->status == FB_CHG_MODIFIED)
+            res->applied++;
+    }
+    /* Make the renames durable, and remember the directories as fluebox left
+     * them (an earlier commit is not a change made on the host). */
+    for (size_t i = 0; i < a.ndirs; i++) {
+        int d = changes_open_beneath(c->host, a.dirs[i], O_RDONLY | O_DIRECTORY, 0);
+        if (d >= 0) {
+            fsync(d);
+            struct stat st;
+            if (fstat(d, &st) == 0)
+                cow_base_set(c, a.dirs[i], &st);
+            close(d);
+        }
+        free(a.dirs[i]);
+    }
+    free(a.dirs);
+    free(in_way);
+    free(v);
+    if (rc < 0)
+        return fb_errf(err, FB_EXIT_SETUP, "commit: %s", res->error);
+    return 0;
+}

@@ -1,0 +1,102 @@
+/* cow.h — copy-on-write workspaces (--cow, session "cow": true).
+ *
+ * The sandbox sees /workspace as an overlay: the host workspace is the
+ * read-only lower layer, every write lands in an upper layer on a tmpfs of
+ * --disk size (or in the caller's --cow-upper DIR). The child builds the
+ * overlay in its own user and mount namespaces and hands the supervisor a
+ * directory fd of the upper storage over the control socket (FB_MSG_COW);
+ * that fd keeps the tmpfs alive after the sandbox is gone, and the
+ * supervisor reads it with openat() relative to it. changes.c turns the
+ * upper layer into a list of changes, commit.c applies them to the host.
+ *
+ * Who calls what:
+ *   supervisor: cow_begin (before the clone), cow_premounts (root: idmapped
+ *               lower), cow_attach (FB_MSG_COW), then cow_run_finish (run)
+ *               or the workspace.* session methods (cow_session.c).
+ *   child:      cow_mount_child (mount.c, after the ids are mapped).
+ */
+#ifndef FB_COW_H
+#define FB_COW_H
+
+#include "policy.h"
+#include "userns.h"
+
+#include <sys/stat.h>
+#include <time.h>
+
+struct fb_premounts;
+
+/* A path committed by this session: the host inode and ctime it had right
+ * after fluebox wrote it, so a later commit does not take fluebox's own
+ * write for a change made on the host. */
+struct fb_cow_base {
+    char *path;
+    dev_t dev;
+    ino_t ino;
+    struct timespec ctime;
+};
+
+struct fb_cow {
+    char *workspace;         /* host path, for messages */
+    int host;                /* O_PATH directory fd of the host workspace */
+    int store;               /* upper storage root (holds upper/ and work/), or -1 */
+    int upper;               /* upper/ directory fd, or -1 until attached */
+    int userns, mntns;       /* the sandbox's namespaces (reset), or -1 */
+    bool persistent;         /* --cow-upper: the caller's directory */
+    bool root;               /* fluebox runs as root */
+    uid_t owner_uid;         /* owner of the host workspace: commit writes as it */
+    gid_t owner_gid;
+    uid_t inside_uid;        /* the sandbox's ids (reset remounts as them) */
+    gid_t inside_gid;
+    int64_t disk;            /* upper tmpfs size, bytes; <= 0 unlimited */
+    struct timespec start;   /* host files changed at or after this conflict */
+    struct fb_cow_base *base;
+    size_t nbase;
+};
+
+/* Supervisor, before the clone: open the host workspace and take the start
+ * time that conflict detection compares against. */
+int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow **out,
+              struct fb_err *err);
+
+/* Supervisor, as root: the lower layer as a read-only idmapped tree (the
+ * workspace owner's files appear as the sandbox's host id, so the sandbox
+ * can copy them up), and the --cow-upper directory idmapped likewise.
+ * Fills pre->workspace_fd and pre->cow_upper_fd where it can. */
+int cow_premounts(const struct fb_policy *p, const struct fb_ids *ids, struct fb_premounts *pre,
+                  struct fb_err *err);
+
+/* Child, in its own user and mount namespace with private propagation and
+ * its inside ids: mount a small staging tmpfs on `stage` (the new root is
+ * mounted over it later and the old root detached, so nothing of it stays
+ * visible), attach lower_tree and the upper storage (upper_tree, or a new
+ * tmpfs of --disk size), and create the overlay. Returns the detached
+ * overlay in *ovl_fd and, in fds[0..2], what the supervisor keeps: the
+ * upper storage directory, the user namespace and the mount namespace. */
+int cow_mount_child(const struct fb_policy *p, int lower_tree, int upper_tree, const char *stage,
+                    int *ovl_fd, int fds[3], struct fb_err *err);
+
+/* Supervisor: take the fds of FB_MSG_COW (always consumed). */
+int cow_attach(struct fb_cow *c, int *fds, size_t nfds, struct fb_err *err);
+
+void cow_free(struct fb_cow *c);
+
+/* Discard every change: a fresh upper layer. In a live session (namespaces
+ * known) a helper process joins the sandbox's namespaces and replaces the
+ * overlay at /workspace; otherwise the upper directory is emptied. */
+int cow_reset(struct fb_cow *c, struct fb_err *err);
+
+/* Has the upper layer run out of space or inodes? */
+bool cow_upper_full(const struct fb_cow *c);
+
+/* `fluebox run` after the command: compute the changes, write --changes,
+ * commit with --commit when the command exited 0. Returns the exit code
+ * fluebox should use (exit_code, or FB_EXIT_SETUP when a requested commit
+ * did not happen or the changes could not be written). */
+int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, bool ran_ok);
+
+/* Conflict baseline (commit.c). */
+void cow_base_set(struct fb_cow *c, const char *path, const struct stat *st);
+const struct fb_cow_base *cow_base_get(const struct fb_cow *c, const char *path);
+
+#endif
