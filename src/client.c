@@ -1,0 +1,820 @@
+/* client.c — the command-line clients of `fluebox serve` (docs/server.md):
+ *   fluebox session create [RUN OPTIONS] [--ttl D] [--idle-timeout D] [--json]
+ *   fluebox session rm ID... | ls [--json] | info ID
+ *   fluebox exec [--cwd DIR] [--env K=V]... [--timeout D] [-i] ID [--] CMD [ARGS...]
+ *   fluebox cp [-p] SRC DST        (one of them ID:PATH; "-" is stdin/stdout)
+ * Each takes --socket PATH (default: as the server, docs/protocol.md 1).
+ * They speak the wire protocol like any other client: one JSON line per
+ * request, blocking I/O, one request at a time (exec streams). */
+#include "commands.h"
+
+#include "proto.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+struct cli {
+    int fd;
+    struct fb_buf in;
+    int64_t next_id;
+    const char *path;
+};
+
+static int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
+{
+    static char def[108];
+    memset(c, 0, sizeof *c);
+    c->fd = -1;
+    if (!sock) {
+        if (proto_default_socket(def, sizeof def, false, err) < 0)
+            return -1;
+        sock = def;
+    }
+    c->path = sock;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(sock) >= sizeof sa.sun_path)
+        return fb_errf(err, FB_EXIT_SETUP, "socket path too long: %s", sock);
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock);
+    c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->fd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "socket");
+    if (connect(c->fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        int e = errno;
+        close(c->fd);
+        c->fd = -1;
+        errno = e;
+        return fb_errno(err, FB_EXIT_SETUP, "cannot reach the server at %s (is `fluebox serve` running?)", sock);
+    }
+    return 0;
+}
+
+static void cli_close(struct cli *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    buf_free(&c->in);
+    c->fd = -1;
+}
+
+static int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id,
+                    struct fb_err *err)
+{
+    *id = ++c->next_id;
+    json_t *req = json_pack("{s:I, s:s, s:o}", "id", (json_int_t)*id, "method", method, "params",
+                            params ? params : json_object());
+    char *s = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (!s)
+        return fb_errf(err, FB_EXIT_SETUP, "cannot encode the request");
+    size_t l = strlen(s);
+    s[l] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
+    int r = fb_write_all(c->fd, s, l + 1);
+    free(s);
+    if (r < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "writing to the server");
+    return 0;
+}
+
+/* Next message from the server (a new reference), or NULL on EOF/error. */
+static json_t *cli_recv(struct cli *c, struct fb_err *err)
+{
+    for (;;) {
+        const char *h = buf_head(&c->in);
+        size_t n = buf_pending(&c->in);
+        const char *nl = n ? memchr(h, '\n', n) : NULL;
+        if (nl) {
+            json_t *m = json_loadb(h, (size_t)(nl - h), 0, NULL);
+            buf_consume(&c->in, (size_t)(nl - h) + 1);
+            if (!json_is_object(m)) {
+                json_decref(m);
+                fb_errf(err, FB_EXIT_SETUP, "the server sent something that is not a JSON object");
+                return NULL;
+            }
+            return m;
+        }
+        char buf[65536];
+        ssize_t r = read(c->fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            fb_errf(err, FB_EXIT_SETUP, "the server closed the connection");
+            return NULL;
+        }
+        buf_append(&c->in, buf, (size_t)r);
+    }
+}
+
+/* Fill err from a response's error object. Exit code 125 always. */
+static void err_from(json_t *er, struct fb_err *err)
+{
+    const char *code = json_string_value(json_object_get(er, "code"));
+    const char *msg = json_string_value(json_object_get(er, "message"));
+    fb_errf(err, FB_EXIT_SETUP, "%s (%s)", msg ? msg : "error", code ? code : "?");
+}
+
+/* One request, wait for its response; events are ignored. Returns the
+ * result (new reference) or NULL with err. */
+static json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_err *err)
+{
+    int64_t id;
+    if (cli_send(c, method, params, &id, err) < 0)
+        return NULL;
+    for (;;) {
+        json_t *m = cli_recv(c, err);
+        if (!m)
+            return NULL;
+        json_t *mid = json_object_get(m, "id");
+        if (!json_is_integer(mid) || json_integer_value(mid) != id || json_object_get(m, "event")) {
+            json_t *er = json_object_get(m, "error");
+            if (json_is_null(mid) && er) {
+                err_from(er, err);
+                json_decref(m);
+                return NULL;
+            }
+            json_decref(m);
+            continue;
+        }
+        json_t *er = json_object_get(m, "error");
+        if (er) {
+            err_from(er, err);
+            json_decref(m);
+            return NULL;
+        }
+        json_t *res = json_incref(json_object_get(m, "result"));
+        json_decref(m);
+        if (!res)
+            fb_errf(err, FB_EXIT_SETUP, "a response without a result");
+        return res;
+    }
+}
+
+static char *absolute(const char *p)
+{
+    if (p[0] == '/')
+        return fb_xstrdup(p);
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return fb_xstrdup(p);
+    return fb_xasprintf("%s/%s", cwd, p);
+}
+
+/* Options of `run` whose value is a host path, made absolute because the
+ * server resolves them from its own working directory. */
+static char *fix_path_opt(const char *name, const char *v)
+{
+    if (!strcmp(name, "--workspace") || !strcmp(name, "--cow-upper") || !strcmp(name, "--net-log"))
+        return absolute(v);
+    if (!strcmp(name, "--profile")) {
+        size_t l = strlen(v);
+        if (strchr(v, '/') || (l > 5 && !strcmp(v + l - 5, ".json")))
+            return absolute(v);
+        return fb_xstrdup(v);
+    }
+    if (!strcmp(name, "--bind") || !strcmp(name, "--ro-bind")) {
+        const char *colon = strchr(v, ':');
+        cleanup_free char *src = colon ? fb_xstrndup(v, (size_t)(colon - v)) : fb_xstrdup(v);
+        cleanup_free char *abs = absolute(src);
+        return colon ? fb_xasprintf("%s%s", abs, colon) : fb_xstrdup(abs);
+    }
+    return fb_xstrdup(v);
+}
+
+/* Options of `run` that take a value (so we know what to skip). */
+static bool run_opt_has_value(const char *name)
+{
+    static const char *const with[] = {
+        "--profile", "--workspace", "--ro-bind", "--bind", "--tmpfs", "--cwd", "--cow-upper",
+        "--changes", "--uid", "--gid", "--host-id", "--hostname", "--env", "--env-pass",
+        "--mem", "--memory", "--cpus", "--pids", "--timeout", "--disk", "--nofile", "--fsize",
+        "--net", "--allow-net", "--egress-resolve", "--net-log", "--report", NULL};
+    for (const char *const *w = with; *w; w++)
+        if (!strcmp(name, *w))
+            return true;
+    return false;
+}
+
+static void print_json(json_t *j)
+{
+    char *s = json_dumps(j, JSON_INDENT(2));
+    if (s) {
+        puts(s);
+        free(s);
+    }
+}
+
+static int session_create(int argc, char **argv)
+{
+    const char *sock = NULL;
+    bool as_json = false;
+    int64_t ttl = 0, idle = -1;
+    json_t *opts = json_array();
+    struct fb_err err = {0};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        const char *eq = strchr(a, '=');
+        size_t nl = eq && a[0] == '-' ? (size_t)(eq - a) : strlen(a);
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)(nl < 63 ? nl : 63), a);
+        const char *v = eq && a[0] == '-' ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
+        bool inl = eq && a[0] == '-';
+        if (!strcmp(name, "--json")) {
+            as_json = true;
+            continue;
+        }
+        if (!strcmp(name, "--socket") || !strcmp(name, "--ttl") || !strcmp(name, "--idle-timeout")) {
+            if (!v) {
+                fb_warn("%s needs a value", name);
+                json_decref(opts);
+                return FB_EXIT_SETUP;
+            }
+            if (!inl)
+                i++;
+            if (!strcmp(name, "--socket")) {
+                sock = v;
+            } else {
+                int64_t ms;
+                if (!strcmp(v, "none") || !strcmp(v, "0"))
+                    ms = 0;
+                else if (fb_parse_duration_ms(v, &ms) < 0) {
+                    fb_warn("%s %s: expected a duration such as 30m", name, v);
+                    json_decref(opts);
+                    return FB_EXIT_SETUP;
+                }
+                if (!strcmp(name, "--ttl"))
+                    ttl = ms;
+                else
+                    idle = ms;
+            }
+            continue;
+        }
+        if (!strcmp(a, "--")) {
+            fb_warn("session create takes no command (use fluebox exec)");
+            json_decref(opts);
+            return FB_EXIT_SETUP;
+        }
+        if (a[0] == '-' && run_opt_has_value(name)) {
+            if (!v) {
+                fb_warn("%s needs a value", name);
+                json_decref(opts);
+                return FB_EXIT_SETUP;
+            }
+            if (!inl)
+                i++;
+            json_array_append_new(opts, json_string(name));
+            char *fixed = fix_path_opt(name, v);
+            json_array_append_new(opts, json_string(fixed));
+            free(fixed);
+            continue;
+        }
+        json_array_append_new(opts, json_string(a));
+    }
+    json_t *params = json_pack("{s:o, s:I}", "options", opts, "ttlMs", (json_int_t)ttl);
+    if (idle >= 0)
+        json_object_set_new(params, "idleTimeoutMs", json_integer(idle));
+    struct cli c;
+    if (cli_connect(&c, sock, &err) < 0) {
+        json_decref(params);
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    json_t *res = cli_call(&c, "session.create", params, &err);
+    cli_close(&c);
+    if (!res) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    if (as_json)
+        print_json(res);
+    else
+        puts(json_string_value(json_object_get(res, "session")));
+    json_decref(res);
+    return 0;
+}
+
+static const char session_usage[] =
+    "Usage: fluebox session create [RUN OPTIONS] [--ttl DURATION] [--idle-timeout DURATION] [--json]\n"
+    "       fluebox session rm ID...\n"
+    "       fluebox session ls [--json]\n"
+    "       fluebox session info ID\n"
+    "All take --socket PATH. See docs/server.md.\n";
+
+/* Pull "--socket PATH" out of argv (in place). */
+static const char *take_socket(int *argc, char **argv)
+{
+    const char *sock = NULL;
+    int o = 0;
+    for (int i = 0; i < *argc; i++) {
+        if (!strcmp(argv[i], "--") ) {
+            while (i < *argc)
+                argv[o++] = argv[i++];
+            break;
+        }
+        if (!strcmp(argv[i], "--socket") && i + 1 < *argc) {
+            sock = argv[++i];
+            continue;
+        }
+        if (!strncmp(argv[i], "--socket=", 9)) {
+            sock = argv[i] + 9;
+            continue;
+        }
+        argv[o++] = argv[i];
+    }
+    *argc = o;
+    return sock;
+}
+
+int cmd_session(int argc, char **argv)
+{
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        fputs(session_usage, argc < 1 ? stderr : stdout);
+        return argc < 1 ? FB_EXIT_SETUP : 0;
+    }
+    const char *sub = argv[0];
+    if (!strcmp(sub, "create"))
+        return session_create(argc - 1, argv + 1);
+    argc--;
+    argv++;
+    const char *sock = take_socket(&argc, argv);
+    struct fb_err err = {0};
+    struct cli c;
+    bool as_json = false;
+    if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
+        for (int i = 0; i < argc; i++) {
+            if (!strcmp(argv[i], "--json"))
+                as_json = true;
+            else {
+                fb_warn("session ls: unexpected argument %s", argv[i]);
+                return FB_EXIT_SETUP;
+            }
+        }
+    } else if (!strcmp(sub, "rm") || !strcmp(sub, "destroy") || !strcmp(sub, "info")) {
+        if (argc < 1 || (!strcmp(sub, "info") && argc != 1)) {
+            fputs(session_usage, stderr);
+            return FB_EXIT_SETUP;
+        }
+    } else {
+        fb_warn("session: unknown subcommand \"%s\"\n%s", sub, session_usage);
+        return FB_EXIT_SETUP;
+    }
+    if (cli_connect(&c, sock, &err) < 0) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    int rc = 0;
+    if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
+        json_t *res = cli_call(&c, "session.list", NULL, &err);
+        if (!res) {
+            fb_warn("%s", err.msg);
+            rc = FB_EXIT_SETUP;
+        } else if (as_json) {
+            print_json(json_object_get(res, "sessions"));
+        } else {
+            json_t *ss = json_object_get(res, "sessions"), *s;
+            size_t i;
+            printf("%-20s %-6s %-9s %-7s %-6s %s\n", "SESSION", "STATE", "PROFILE", "NETWORK",
+                   "EXECS", "WORKSPACE");
+            json_array_foreach(ss, i, s)
+            {
+                json_t *ws = json_object_get(s, "workspace");
+                printf("%-20s %-6s %-9s %-7s %-6lld %s\n",
+                       json_string_value(json_object_get(s, "session")),
+                       json_string_value(json_object_get(s, "state")),
+                       json_string_value(json_object_get(s, "profile")),
+                       json_string_value(json_object_get(s, "network")),
+                       (long long)json_integer_value(
+                           json_object_get(json_object_get(s, "execs"), "total")),
+                       json_is_string(ws) ? json_string_value(ws) : "(tmpfs)");
+            }
+        }
+        json_decref(res);
+    } else if (!strcmp(sub, "info")) {
+        json_t *res = cli_call(&c, "session.info", json_pack("{s:s}", "session", argv[0]), &err);
+        if (!res) {
+            fb_warn("%s", err.msg);
+            rc = FB_EXIT_SETUP;
+        } else {
+            print_json(res);
+        }
+        json_decref(res);
+    } else {
+        for (int i = 0; i < argc; i++) {
+            json_t *res = cli_call(&c, "session.destroy", json_pack("{s:s}", "session", argv[i]), &err);
+            if (!res) {
+                fb_warn("%s: %s", argv[i], err.msg);
+                rc = FB_EXIT_SETUP;
+            }
+            json_decref(res);
+        }
+    }
+    cli_close(&c);
+    return rc;
+}
+
+/* ---- exec ---- */
+
+static const char exec_usage[] =
+    "Usage: fluebox exec [--socket PATH] [--cwd DIR] [--env K=V]... [--timeout DURATION] [-i]\n"
+    "                    SESSION [--] CMD [ARGS...]\n"
+    "Runs CMD in the session, streams its output, exits with its status.\n"
+    "-i/--stdin sends this process's standard input (read to the end first).\n";
+
+static int write_decoded(int fd, const char *b64, size_t n)
+{
+    unsigned char *d = fb_xmalloc(b64_decoded_max(n));
+    ssize_t l = b64_decode(b64, n, d);
+    int r = l > 0 ? fb_write_all(fd, d, (size_t)l) : 0;
+    free(d);
+    return r;
+}
+
+static int read_all_fd(int fd, struct fb_buf *b, size_t max)
+{
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        if (buf_pending(b) + (size_t)n > max) {
+            errno = EFBIG;
+            return -1;
+        }
+        buf_append(b, buf, (size_t)n);
+    }
+}
+
+int cmd_exec(int argc, char **argv)
+{
+    const char *sock = NULL, *cwd = NULL, *sid = NULL;
+    int64_t timeout = -1;
+    bool want_stdin = false;
+    json_t *env = json_object();
+    int i;
+    for (i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(exec_usage, stdout);
+            json_decref(env);
+            return 0;
+        }
+        if (!strcmp(a, "-i") || !strcmp(a, "--stdin")) {
+            want_stdin = true;
+            continue;
+        }
+        if (a[0] != '-' || !strcmp(a, "--"))
+            break;
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fb_warn("%s needs a value\n%s", a, exec_usage);
+            json_decref(env);
+            return FB_EXIT_SETUP;
+        }
+        i++;
+        if (!strcmp(a, "--socket")) {
+            sock = v;
+        } else if (!strcmp(a, "--cwd")) {
+            cwd = v;
+        } else if (!strcmp(a, "--env") || !strcmp(a, "-e")) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v) {
+                fb_warn("--env %s: expected K=V", v);
+                json_decref(env);
+                return FB_EXIT_SETUP;
+            }
+            cleanup_free char *k = fb_xstrndup(v, (size_t)(eq - v));
+            json_object_set_new(env, k, json_string(eq + 1));
+        } else if (!strcmp(a, "--timeout")) {
+            if (fb_parse_duration_ms(v, &timeout) < 0) {
+                fb_warn("--timeout %s: expected a duration such as 30s", v);
+                json_decref(env);
+                return FB_EXIT_SETUP;
+            }
+        } else {
+            fb_warn("exec: unknown option %s\n%s", a, exec_usage);
+            json_decref(env);
+            return FB_EXIT_SETUP;
+        }
+    }
+    if (i < argc && strcmp(argv[i], "--"))
+        sid = argv[i++];
+    if (i < argc && !strcmp(argv[i], "--"))
+        i++;
+    if (!sid || i >= argc) {
+        fputs(exec_usage, stderr);
+        json_decref(env);
+        return FB_EXIT_SETUP;
+    }
+    json_t *av = json_array();
+    for (; i < argc; i++)
+        json_array_append_new(av, json_string(argv[i]));
+    char xid[48];
+    snprintf(xid, sizeof xid, "cli-%d", (int)getpid());
+    json_t *params = json_pack("{s:s, s:o, s:o, s:b, s:s, s:s}", "session", sid, "argv", av, "env",
+                               env, "stream", 1, "encoding", "base64", "execId", xid);
+    if (cwd)
+        json_object_set_new(params, "cwd", json_string(cwd));
+    if (timeout >= 0)
+        json_object_set_new(params, "timeoutMs", json_integer(timeout));
+    struct fb_err err = {0};
+    if (want_stdin) {
+        struct fb_buf in = {0};
+        if (read_all_fd(0, &in, 12 << 20) < 0) {
+            fb_warn("reading standard input: %s", strerror(errno));
+            buf_free(&in);
+            json_decref(params);
+            return FB_EXIT_SETUP;
+        }
+        char *b = fb_xmalloc(b64_encoded_len(buf_pending(&in)) + 1);
+        size_t bl = b64_encode((const unsigned char *)buf_head(&in), buf_pending(&in), b);
+        json_object_set_new(params, "stdin", json_stringn(b, bl));
+        json_object_set_new(params, "stdinEncoding", json_string("base64"));
+        free(b);
+        buf_free(&in);
+    }
+    struct cli c;
+    if (cli_connect(&c, sock, &err) < 0) {
+        json_decref(params);
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    /* Ctrl-C and friends go to the command (exec.kill), not to us. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+    int64_t id;
+    if (cli_send(&c, "exec", params, &id, &err) < 0) {
+        fb_warn("%s", err.msg);
+        cli_close(&c);
+        return FB_EXIT_SETUP;
+    }
+    int rc = FB_EXIT_SETUP;
+    for (;;) {
+        /* Handle buffered messages first, then wait for more. */
+        const char *h = buf_head(&c.in);
+        size_t n = buf_pending(&c.in);
+        if (!n || !memchr(h, '\n', n)) {
+            struct pollfd pf[2] = {{c.fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+            if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+                break;
+            if (sfd >= 0 && pf[1].revents) {
+                struct signalfd_siginfo si;
+                if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    int64_t kid;
+                    json_t *kp = json_pack("{s:s, s:s, s:i}", "session", sid, "execId", xid,
+                                           "signal", (int)si.ssi_signo);
+                    cli_send(&c, "exec.kill", kp, &kid, &err);
+                }
+            }
+            if (!pf[0].revents)
+                continue;
+        }
+        json_t *m = cli_recv(&c, &err);
+        if (!m) {
+            fb_warn("%s", err.msg);
+            break;
+        }
+        json_t *mid = json_object_get(m, "id");
+        if (!json_is_integer(mid) || json_integer_value(mid) != id) {
+            json_decref(m);
+            continue; /* exec.kill's answer, or a stray error */
+        }
+        const char *ev = json_string_value(json_object_get(m, "event"));
+        if (ev) {
+            json_t *d = json_object_get(m, "data");
+            if (json_is_string(d) && (!strcmp(ev, "stdout") || !strcmp(ev, "stderr")))
+                write_decoded(!strcmp(ev, "stdout") ? 1 : 2, json_string_value(d),
+                              json_string_length(d));
+            json_decref(m);
+            continue;
+        }
+        json_t *er = json_object_get(m, "error");
+        if (er) {
+            err_from(er, &err);
+            fb_warn("%s", err.msg);
+        } else {
+            json_t *res = json_object_get(m, "result");
+            rc = (int)json_integer_value(json_object_get(res, "exitCode"));
+            if (json_is_true(json_object_get(res, "timedOut")))
+                fb_warn("the command timed out");
+        }
+        json_decref(m);
+        break;
+    }
+    if (sfd >= 0)
+        close(sfd);
+    cli_close(&c);
+    return rc;
+}
+
+/* ---- cp ---- */
+
+static const char cp_usage[] =
+    "Usage: fluebox cp [--socket PATH] [-p] SRC DST\n"
+    "Copies one file into or out of a session. Exactly one of SRC and DST is\n"
+    "SESSION:PATH (a relative PATH is relative to the session's /workspace);\n"
+    "the other is a local path, or - for standard input / output. A DST that is\n"
+    "a directory (or ends in /) receives the file under its own name.\n"
+    "-p creates missing parent directories in the session.\n";
+
+/* "s-0123:path" -> id and path. A local path with a colon before any
+ * slash needs "./". */
+static bool split_remote(const char *a, char **id, const char **path)
+{
+    const char *colon = strchr(a, ':');
+    if (!colon || colon == a)
+        return false;
+    for (const char *p = a; p < colon; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_'))
+            return false;
+    *id = fb_xstrndup(a, (size_t)(colon - a));
+    *path = colon + 1;
+    return true;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+#define CP_CHUNK (8u << 20)
+
+static int cp_in(struct cli *c, const char *local, const char *sid, const char *rpath,
+                 bool parents, struct fb_err *err)
+{
+    int fd = 0;
+    mode_t mode = 0644;
+    if (strcmp(local, "-")) {
+        fd = open(local, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "%s", local);
+        struct stat st;
+        if (fstat(fd, &st) == 0) {
+            if (S_ISDIR(st.st_mode)) {
+                close(fd);
+                return fb_errf(err, FB_EXIT_SETUP, "%s: directories are not supported (use tar through fluebox exec)", local);
+            }
+            mode = st.st_mode & 0777;
+        }
+    }
+    /* Into a directory? */
+    cleanup_free char *target = NULL;
+    size_t rl = strlen(rpath);
+    if (!rl || rpath[rl - 1] == '/') {
+        target = fb_xasprintf("%s%s", rl ? rpath : "", strcmp(local, "-") ? base_name(local) : "stdin");
+    } else {
+        json_t *st = cli_call(c, "file.stat", json_pack("{s:s, s:s}", "session", sid, "path", rpath), err);
+        if (st && !strcmp(json_string_value(json_object_get(st, "type")) ?: "", "dir"))
+            target = fb_xasprintf("%s/%s", rpath, strcmp(local, "-") ? base_name(local) : "stdin");
+        else
+            target = fb_xstrdup(rpath);
+        json_decref(st);
+    }
+    unsigned char *buf = fb_xmalloc(CP_CHUNK);
+    char *b64 = fb_xmalloc(b64_encoded_len(CP_CHUNK) + 1);
+    bool first = true;
+    int rc = 0;
+    for (;;) {
+        ssize_t n = fb_read_full(fd, buf, CP_CHUNK);
+        if (n < 0) {
+            rc = fb_errno(err, FB_EXIT_SETUP, "%s", local);
+            break;
+        }
+        if (n == 0 && !first)
+            break;
+        size_t bl = b64_encode(buf, (size_t)n, b64);
+        json_t *p = json_pack("{s:s, s:s, s:s%, s:s, s:b, s:b, s:i}", "session", sid, "path", target,
+                              "data", b64, bl, "encoding", "base64", "append", !first, "parents",
+                              parents, "mode", (int)mode);
+        json_t *res = cli_call(c, "file.write", p, err);
+        if (!res) {
+            rc = -1;
+            break;
+        }
+        json_decref(res);
+        first = false;
+        if ((size_t)n < CP_CHUNK)
+            break;
+    }
+    free(buf);
+    free(b64);
+    if (fd > 0)
+        close(fd);
+    return rc;
+}
+
+static int cp_out(struct cli *c, const char *sid, const char *rpath, const char *local,
+                  struct fb_err *err)
+{
+    json_t *st = cli_call(c, "file.stat", json_pack("{s:s, s:s}", "session", sid, "path", rpath), err);
+    if (!st)
+        return -1;
+    const char *type = json_string_value(json_object_get(st, "type"));
+    mode_t mode = (mode_t)json_integer_value(json_object_get(st, "mode")) & 0777;
+    bool dir = type && !strcmp(type, "dir");
+    json_decref(st);
+    if (dir)
+        return fb_errf(err, FB_EXIT_SETUP, "%s: directories are not supported (use tar through fluebox exec)", rpath);
+    int fd = 1;
+    cleanup_free char *target = NULL;
+    if (strcmp(local, "-")) {
+        struct stat lst;
+        size_t ll = strlen(local);
+        if ((ll && local[ll - 1] == '/') || (stat(local, &lst) == 0 && S_ISDIR(lst.st_mode)))
+            target = fb_xasprintf("%s/%s", local, base_name(rpath));
+        else
+            target = fb_xstrdup(local);
+        fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode ? mode : 0644);
+        if (fd < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "%s", target);
+    }
+    int64_t off = 0;
+    int rc = 0;
+    for (;;) {
+        json_t *res = cli_call(c, "file.read",
+                               json_pack("{s:s, s:s, s:I, s:s}", "session", sid, "path", rpath,
+                                         "offset", (json_int_t)off, "encoding", "base64"),
+                               err);
+        if (!res) {
+            rc = -1;
+            break;
+        }
+        json_t *d = json_object_get(res, "data");
+        int64_t got = json_integer_value(json_object_get(res, "bytesRead"));
+        bool eof = json_is_true(json_object_get(res, "eof"));
+        if (json_is_string(d) && write_decoded(fd, json_string_value(d), json_string_length(d)) < 0)
+            rc = fb_errno(err, FB_EXIT_SETUP, "%s", target ? target : "stdout");
+        json_decref(res);
+        off += got;
+        if (rc < 0 || eof || got <= 0)
+            break;
+    }
+    if (fd > 1)
+        close(fd);
+    return rc;
+}
+
+int cmd_cp(int argc, char **argv)
+{
+    const char *sock = take_socket(&argc, argv);
+    bool parents = false;
+    const char *args[2];
+    int na = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            fputs(cp_usage, stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--parents")) {
+            parents = true;
+            continue;
+        }
+        if (na == 2) {
+            fputs(cp_usage, stderr);
+            return FB_EXIT_SETUP;
+        }
+        args[na++] = argv[i];
+    }
+    if (na != 2) {
+        fputs(cp_usage, stderr);
+        return FB_EXIT_SETUP;
+    }
+    cleanup_free char *sid0 = NULL;
+    cleanup_free char *sid1 = NULL;
+    const char *p0, *p1;
+    bool r0 = split_remote(args[0], &sid0, &p0), r1 = split_remote(args[1], &sid1, &p1);
+    if (r0 == r1) {
+        fb_warn("cp: exactly one of SRC and DST must be SESSION:PATH\n%s", cp_usage);
+        return FB_EXIT_SETUP;
+    }
+    struct fb_err err = {0};
+    struct cli c;
+    if (cli_connect(&c, sock, &err) < 0) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    int rc = r1 ? cp_in(&c, args[0], sid1, p1, parents, &err) : cp_out(&c, sid0, p0, args[1], &err);
+    cli_close(&c);
+    if (rc < 0) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    return 0;
+}

@@ -1,0 +1,700 @@
+/* proto.c — the wire protocol's pure parts (see proto.h and
+ * docs/protocol.md). Everything that touches bytes from a client before the
+ * server trusts them lives here, small and fuzzed. */
+#include "proto.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- byte queue ---- */
+
+void buf_append(struct fb_buf *b, const void *p, size_t n)
+{
+    if (!n)
+        return;
+    if (b->off && b->off == b->len)
+        b->off = b->len = 0;
+    if (b->len + n > b->cap) {
+        /* Reclaim the consumed prefix before growing. */
+        if (b->off > 0 && b->off >= b->cap / 2) {
+            memmove(b->data, b->data + b->off, b->len - b->off);
+            b->len -= b->off;
+            b->off = 0;
+        }
+        if (b->len + n > b->cap) {
+            size_t c = b->cap ? b->cap : 4096;
+            while (c < b->len + n)
+                c *= 2;
+            b->data = fb_xrealloc(b->data, c);
+            b->cap = c;
+        }
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+void buf_consume(struct fb_buf *b, size_t n)
+{
+    b->off += n;
+    if (b->off >= b->len)
+        b->off = b->len = 0;
+}
+
+void buf_reset(struct fb_buf *b)
+{
+    b->off = b->len = 0;
+    /* Do not keep a large buffer around once it is empty. */
+    if (b->cap > 65536) {
+        free(b->data);
+        b->data = NULL;
+        b->cap = 0;
+    }
+}
+
+void buf_free(struct fb_buf *b)
+{
+    free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+/* ---- errors ---- */
+
+int perr_set(struct proto_err *e, const char *code, const char *fmt, ...)
+{
+    e->code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+int perr_param(struct proto_err *e, const char *param, const char *fmt, ...)
+{
+    e->code = "invalid_params";
+    snprintf(e->param, sizeof e->param, "%s", param);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void perr_clear(struct proto_err *e)
+{
+    free(e->path);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- requests ---- */
+
+const char *const proto_methods[] = {
+    "session.create", "session.destroy", "session.list", "session.info", "exec",
+    "exec.kill", "file.read", "file.write", "file.stat", "file.readdir", "file.exists",
+    "file.mkdir", "file.rm", "file.rename", "server.info", "workspace.diff",
+    "workspace.commit", "workspace.reset", NULL,
+};
+
+bool proto_method_known(const char *m)
+{
+    for (size_t i = 0; proto_methods[i]; i++)
+        if (!strcmp(m, proto_methods[i]))
+            return true;
+    return false;
+}
+
+#define ID_INT_MAX 9007199254740992LL /* 2^53 */
+
+int proto_parse_request(const char *line, size_t len, struct proto_req *req, struct proto_err *e)
+{
+    memset(req, 0, sizeof *req);
+    json_error_t jerr;
+    /* Depth is bounded by jansson itself; NUL in strings is refused. */
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root)
+        return perr_set(e, "parse_error", "invalid JSON at column %d: %s", jerr.column, jerr.text);
+    req->root = root;
+    if (!json_is_object(root))
+        return perr_set(e, "invalid_request", "a request must be a JSON object");
+    json_t *id = json_object_get(root, "id");
+    if (json_is_string(id)) {
+        size_t l = json_string_length(id);
+        if (l >= 1 && l <= 128)
+            req->id = id;
+    } else if (json_is_integer(id)) {
+        json_int_t v = json_integer_value(id);
+        if (v >= -ID_INT_MAX && v <= ID_INT_MAX)
+            req->id = id;
+    }
+    if (!req->id)
+        return perr_set(e, "invalid_request",
+                        "\"id\" must be a string of 1 to 128 bytes or an integer");
+    json_t *m = json_object_get(root, "method");
+    if (!json_is_string(m))
+        return perr_set(e, "invalid_request", "\"method\" must be a string");
+    req->method = json_string_value(m);
+    json_t *params = json_object_get(root, "params");
+    if (!params || json_is_null(params)) {
+        params = json_object();
+        json_object_set_new(root, "params", params);
+    } else if (!json_is_object(params)) {
+        return perr_set(e, "invalid_request", "\"params\" must be an object");
+    }
+    req->params = params;
+    if (!proto_method_known(req->method))
+        return perr_set(e, "method_not_found", "unknown method \"%.64s\"", req->method);
+    return 0;
+}
+
+void proto_req_free(struct proto_req *req)
+{
+    json_decref(req->root);
+    memset(req, 0, sizeof *req);
+}
+
+/* ---- parameters ---- */
+
+/* Find key (one level of "a.b" nesting). *parent_bad set when a parent
+ * exists but is not an object. */
+static json_t *pfind(json_t *params, const char *key, bool *parent_bad)
+{
+    *parent_bad = false;
+    const char *dot = strchr(key, '.');
+    if (!dot)
+        return json_object_get(params, key);
+    char head[64];
+    size_t l = (size_t)(dot - key);
+    if (l >= sizeof head)
+        return NULL;
+    memcpy(head, key, l);
+    head[l] = 0;
+    json_t *sub = json_object_get(params, head);
+    if (!sub || json_is_null(sub))
+        return NULL;
+    if (!json_is_object(sub)) {
+        *parent_bad = true;
+        return NULL;
+    }
+    return json_object_get(sub, dot + 1);
+}
+
+static int parent_err(const char *key, struct proto_err *e)
+{
+    char head[64];
+    const char *dot = strchr(key, '.');
+    size_t l = dot ? (size_t)(dot - key) : strlen(key);
+    if (l >= sizeof head)
+        l = sizeof head - 1;
+    memcpy(head, key, l);
+    head[l] = 0;
+    return perr_param(e, head, "%s must be an object", head);
+}
+
+int pget_str(json_t *params, const char *key, const char **out, const char *dflt, bool required,
+             size_t maxlen, struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return perr_param(e, key, "%s is required", key);
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_string(v))
+        return perr_param(e, key, "%s must be a string", key);
+    if (maxlen && json_string_length(v) > maxlen)
+        return perr_param(e, key, "%s is longer than %zu bytes", key, maxlen);
+    *out = json_string_value(v);
+    return 0;
+}
+
+int pget_bool(json_t *params, const char *key, bool *out, bool dflt, struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_boolean(v))
+        return perr_param(e, key, "%s must be true or false", key);
+    *out = json_is_true(v);
+    return 0;
+}
+
+int pget_int(json_t *params, const char *key, int64_t *out, int64_t dflt, int64_t min,
+             int64_t max, struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (!json_is_integer(v))
+        return perr_param(e, key, "%s must be an integer", key);
+    json_int_t x = json_integer_value(v);
+    if (x < min || x > max)
+        return perr_param(e, key, "%s must be between %lld and %lld", key, (long long)min,
+                          (long long)max);
+    *out = x;
+    return 0;
+}
+
+int pget_size(json_t *params, const char *key, int64_t *out, int64_t dflt, struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < -1)
+            return perr_param(e, key, "%s must be a size >= 0, or -1 for unlimited", key);
+        *out = x;
+        return 0;
+    }
+    int64_t n;
+    if (json_is_string(v) && fb_parse_size(json_string_value(v), &n) == 0) {
+        *out = n;
+        return 0;
+    }
+    return perr_param(e, key, "%s must be a size in bytes, a string such as \"512M\", or -1",
+                      key);
+}
+
+int pget_mode(json_t *params, const char *key, unsigned *out, unsigned dflt, struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        *out = dflt;
+        return 0;
+    }
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        if (x < 0 || x > 07777)
+            return perr_param(e, key, "%s must be between 0 and 4095 (07777)", key);
+        *out = (unsigned)x;
+        return 0;
+    }
+    if (json_is_string(v)) {
+        const char *s = json_string_value(v);
+        size_t l = strlen(s);
+        unsigned m = 0;
+        if (l >= 1 && l <= 5) {
+            size_t i;
+            for (i = 0; i < l && s[i] >= '0' && s[i] <= '7'; i++)
+                m = m * 8 + (unsigned)(s[i] - '0');
+            if (i == l && m <= 07777) {
+                *out = m;
+                return 0;
+            }
+        }
+    }
+    return perr_param(e, key, "%s must be an integer or an octal string such as \"0644\"", key);
+}
+
+int pget_encoding(json_t *params, const char *key, bool *base64, struct proto_err *e)
+{
+    const char *s;
+    if (pget_str(params, key, &s, "utf8", false, 16, e) < 0)
+        return -1;
+    if (!strcmp(s, "utf8") || !strcmp(s, "text") || !strcmp(s, "utf-8")) {
+        *base64 = false;
+        return 0;
+    }
+    if (!strcmp(s, "base64")) {
+        *base64 = true;
+        return 0;
+    }
+    return perr_param(e, key, "%s must be \"utf8\" or \"base64\"", key);
+}
+
+int pget_path(json_t *params, const char *key, const char **out, struct proto_err *e)
+{
+    if (pget_str(params, key, out, NULL, true, 4095, e) < 0)
+        return -1;
+    if (!**out)
+        return perr_param(e, key, "%s must not be empty", key);
+    return 0;
+}
+
+int pget_strarray(json_t *params, const char *key, json_t **out, bool nonempty_items,
+                  struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        *out = NULL;
+        return 0;
+    }
+    if (!json_is_array(v))
+        return perr_param(e, key, "%s must be an array of strings", key);
+    size_t i;
+    json_t *it;
+    json_array_foreach(v, i, it)
+    {
+        if (!json_is_string(it))
+            return perr_param(e, key, "%s[%zu] must be a string", key, i);
+        if (nonempty_items && !json_string_length(it))
+            return perr_param(e, key, "%s[%zu] must not be empty", key, i);
+    }
+    *out = v;
+    return 0;
+}
+
+int pget_strmap(json_t *params, const char *key, json_t **out, struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        *out = NULL;
+        return 0;
+    }
+    if (!json_is_object(v))
+        return perr_param(e, key, "%s must be an object of strings", key);
+    const char *k;
+    json_t *it;
+    json_object_foreach(v, k, it)
+    {
+        if (!json_is_string(it))
+            return perr_param(e, key, "%s.%.32s must be a string", key, k);
+    }
+    *out = v;
+    return 0;
+}
+
+/* ---- encoders ---- */
+
+static char *dump_line(json_t *obj, size_t *len)
+{
+    char *s = json_dumps(obj, JSON_COMPACT);
+    json_decref(obj);
+    if (!s) {
+        /* Only on allocation failure or invalid UTF-8 we put in: a bug. */
+        s = fb_xstrdup("{\"id\":null,\"error\":{\"code\":\"internal\",\"message\":\"cannot encode the response\"}}");
+    }
+    size_t l = strlen(s);
+    s = fb_xrealloc(s, l + 2);
+    s[l] = '\n';
+    s[l + 1] = 0;
+    *len = l + 1;
+    return s;
+}
+
+static json_t *id_or_null(json_t *id)
+{
+    return id ? json_incref(id) : json_null();
+}
+
+char *proto_result_line(json_t *id, json_t *result, size_t *len)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", id_or_null(id));
+    json_object_set_new(o, "result", result ? result : json_object());
+    return dump_line(o, len);
+}
+
+char *proto_error_line(json_t *id, const struct proto_err *e, size_t *len)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", id_or_null(id));
+    json_t *er = json_object();
+    json_object_set_new(er, "code", json_string(e->code ? e->code : "internal"));
+    /* Messages may quote client bytes; keep them valid UTF-8. */
+    size_t ml = strlen(e->message);
+    char *fixed = fb_xmalloc(3 * ml + 1);
+    size_t used;
+    size_t fl = utf8_repair((const unsigned char *)e->message, ml, fixed, true, &used);
+    json_object_set_new(er, "message", json_stringn(fixed, fl));
+    free(fixed);
+    if (e->param[0])
+        json_object_set_new(er, "param", json_string(e->param));
+    if (e->limit[0])
+        json_object_set_new(er, "limit", json_string(e->limit));
+    if (e->path) {
+        size_t pl = strlen(e->path);
+        char *pf = fb_xmalloc(3 * pl + 1);
+        size_t l2 = utf8_repair((const unsigned char *)e->path, pl, pf, true, &used);
+        json_object_set_new(er, "path", json_stringn(pf, l2));
+        free(pf);
+    }
+    json_object_set_new(o, "error", er);
+    return dump_line(o, len);
+}
+
+char *proto_event_line(json_t *id, const char *event, json_t *fields, size_t *len)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "id", id_or_null(id));
+    json_object_set_new(o, "event", json_string(event));
+    if (fields) {
+        json_object_update(o, fields);
+        json_decref(fields);
+    }
+    return dump_line(o, len);
+}
+
+/* ---- base64 ---- */
+
+static const char b64a[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t b64_encoded_len(size_t n)
+{
+    return (n + 2) / 3 * 4;
+}
+
+size_t b64_encode(const unsigned char *in, size_t n, char *out)
+{
+    size_t o = 0, i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        out[o++] = b64a[v >> 18];
+        out[o++] = b64a[(v >> 12) & 63];
+        out[o++] = b64a[(v >> 6) & 63];
+        out[o++] = b64a[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)in[i] << 16;
+        out[o++] = b64a[v >> 18];
+        out[o++] = b64a[(v >> 12) & 63];
+        out[o++] = '=';
+        out[o++] = '=';
+    } else if (n - i == 2) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8;
+        out[o++] = b64a[v >> 18];
+        out[o++] = b64a[(v >> 12) & 63];
+        out[o++] = b64a[(v >> 6) & 63];
+        out[o++] = '=';
+    }
+    return o;
+}
+
+static int b64v(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+' || c == '-')
+        return 62;
+    if (c == '/' || c == '_')
+        return 63;
+    return -1;
+}
+
+ssize_t b64_decode(const char *in, size_t n, unsigned char *out)
+{
+    /* Padding is optional; "=" may only end the input. */
+    while (n > 0 && in[n - 1] == '=')
+        n--;
+    if (n % 4 == 1)
+        return -1;
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64v((unsigned char)in[i]);
+        if (v < 0)
+            return -1;
+        acc = acc << 6 | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    return (ssize_t)o;
+}
+
+/* ---- UTF-8 ---- */
+
+/* Length of the valid sequence at s (n bytes available): >0 valid length,
+ * 0 a valid but incomplete prefix, -1 invalid (replace one byte). */
+static int utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    int len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c == 0xE0) {
+        len = 3;
+        lo = 0xA0;
+    } else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+        len = 3;
+    else if (c == 0xED) {
+        len = 3;
+        hi = 0x9F; /* no surrogates */
+    } else if (c == 0xF0) {
+        len = 4;
+        lo = 0x90;
+    } else if (c >= 0xF1 && c <= 0xF3)
+        len = 4;
+    else if (c == 0xF4) {
+        len = 4;
+        hi = 0x8F;
+    } else
+        return -1;
+    for (int i = 1; i < len; i++) {
+        if ((size_t)i >= n)
+            return 0;
+        unsigned char lo_i = i == 1 ? lo : 0x80, hi_i = i == 1 ? hi : 0xBF;
+        if (s[i] < lo_i || s[i] > hi_i)
+            return -1;
+    }
+    return len;
+}
+
+size_t utf8_repair(const unsigned char *in, size_t n, char *out, bool final, size_t *consumed)
+{
+    size_t i = 0, o = 0;
+    while (i < n) {
+        int l = utf8_seq(in + i, n - i);
+        if (l > 0) {
+            memcpy(out + o, in + i, (size_t)l);
+            o += (size_t)l;
+            i += (size_t)l;
+            continue;
+        }
+        if (l == 0 && !final)
+            break; /* incomplete at the end: wait for more */
+        out[o++] = (char)0xEF;
+        out[o++] = (char)0xBF;
+        out[o++] = (char)0xBD;
+        i++;
+        /* An incomplete-but-valid prefix at the very end (final) becomes one
+         * U+FFFD for its first byte and then its continuation bytes are
+         * invalid on their own: consistent with WHATWG "maximal subpart"
+         * closely enough for our purposes. */
+    }
+    *consumed = i;
+    return o;
+}
+
+bool utf8_valid(const unsigned char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        int l = utf8_seq(s + i, n - i);
+        if (l <= 0)
+            return false;
+        i += (size_t)l;
+    }
+    return true;
+}
+
+/* ---- names ---- */
+
+const char *proto_errno_name(int e)
+{
+    const char *n = e > 0 ? strerrorname_np(e) : NULL;
+    return n ? n : "EIO";
+}
+
+static const struct {
+    const char *name;
+    int sig;
+} sigs[] = {
+    {"SIGTERM", SIGTERM}, {"SIGKILL", SIGKILL}, {"SIGINT", SIGINT},   {"SIGHUP", SIGHUP},
+    {"SIGQUIT", SIGQUIT}, {"SIGUSR1", SIGUSR1}, {"SIGUSR2", SIGUSR2}, {"SIGALRM", SIGALRM},
+    {"SIGSTOP", SIGSTOP}, {"SIGCONT", SIGCONT}, {"SIGWINCH", SIGWINCH},
+};
+
+int proto_signal_parse(json_t *v)
+{
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        for (size_t i = 0; i < FB_ARRAY_LEN(sigs); i++)
+            if (sigs[i].sig == x)
+                return sigs[i].sig;
+        return -1;
+    }
+    if (!json_is_string(v))
+        return -1;
+    const char *s = json_string_value(v);
+    for (size_t i = 0; i < FB_ARRAY_LEN(sigs); i++)
+        if (!strcmp(s, sigs[i].name) || !strcmp(s, sigs[i].name + 3))
+            return sigs[i].sig;
+    return -1;
+}
+
+const char *proto_signal_name(int sig)
+{
+    static char buf[24];
+    const char *ab = sigabbrev_np(sig);
+    if (!ab)
+        return NULL;
+    snprintf(buf, sizeof buf, "SIG%s", ab);
+    return buf;
+}
+
+/* ---- socket path ---- */
+
+static bool own_dir(const char *d, uid_t uid)
+{
+    struct stat st;
+    return d && *d == '/' && lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid;
+}
+
+int proto_default_socket(char *out, size_t cap, bool create, struct fb_err *err)
+{
+    const char *env = getenv("FLUEBOX_SOCKET");
+    if (env && *env) {
+        if (strlen(env) >= cap || strlen(env) >= 108)
+            return fb_errf(err, FB_EXIT_SETUP, "FLUEBOX_SOCKET is too long");
+        snprintf(out, cap, "%s", env);
+        return 0;
+    }
+    uid_t uid = geteuid();
+    const char *xdg = getenv("XDG_RUNTIME_DIR");
+    char d[256];
+    if (xdg && strlen(xdg) < 200 && own_dir(xdg, uid)) {
+        snprintf(out, cap, "%s/fluebox.sock", xdg);
+        return 0;
+    }
+    snprintf(d, sizeof d, "/run/user/%u", (unsigned)uid);
+    if (own_dir(d, uid)) {
+        snprintf(out, cap, "%s/fluebox.sock", d);
+        return 0;
+    }
+    snprintf(d, sizeof d, "/tmp/fluebox-%u", (unsigned)uid);
+    if (create && mkdir(d, 0700) < 0 && errno != EEXIST)
+        return fb_errno(err, FB_EXIT_SETUP, "creating %s", d);
+    struct stat st;
+    if (lstat(d, &st) == 0) {
+        if (!S_ISDIR(st.st_mode) || st.st_uid != uid)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "%s is not a directory owned by uid %u: refusing to use it", d,
+                           (unsigned)uid);
+        if ((st.st_mode & 077) && create && chmod(d, 0700) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "chmod %s", d);
+    }
+    snprintf(out, cap, "%s/fluebox.sock", d);
+    return 0;
+}

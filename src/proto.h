@@ -1,0 +1,116 @@
+/* proto.h — the wire protocol's pure parts (docs/protocol.md): a byte queue,
+ * request parsing and validation, typed parameter getters with stable error
+ * codes, response/event encoding, base64, UTF-8 repair for output, errno and
+ * signal names, and the default socket path. No I/O on sockets here, so the
+ * parser can be fuzzed (tests/fuzz/fuzz_proto.c) and unit-tested. */
+#ifndef FB_PROTO_H
+#define FB_PROTO_H
+
+#include "fb.h"
+
+#include <jansson.h>
+
+#define FB_PROTO_VERSION 1
+
+/* A growable byte queue: bytes are appended at the end, consumed from off. */
+struct fb_buf {
+    char *data;
+    size_t len; /* bytes in data, including the consumed prefix */
+    size_t off; /* consumed prefix */
+    size_t cap;
+};
+void buf_append(struct fb_buf *b, const void *p, size_t n);
+static inline size_t buf_pending(const struct fb_buf *b) { return b->len - b->off; }
+static inline const char *buf_head(const struct fb_buf *b) { return b->data + b->off; }
+void buf_consume(struct fb_buf *b, size_t n);
+void buf_reset(struct fb_buf *b);
+void buf_free(struct fb_buf *b);
+
+/* An error for the client: a stable code (docs/protocol.md section 3), a
+ * message, and optionally the parameter / path / limit it concerns. */
+struct proto_err {
+    const char *code;
+    char message[512];
+    char param[64]; /* error.param, or "" */
+    char limit[32]; /* error.limit, or "" */
+    char *path;     /* error.path (malloc'ed) or NULL */
+};
+int perr_set(struct proto_err *e, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int perr_param(struct proto_err *e, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void perr_clear(struct proto_err *e);
+
+/* A parsed request. root owns everything; id and params are borrowed. */
+struct proto_req {
+    json_t *root;
+    json_t *id;         /* string or integer; NULL when unknown */
+    const char *method;
+    json_t *params;     /* always an object */
+};
+/* Parse one line (without the newline). Returns 0, or -1 with e filled
+ * (parse_error / invalid_request); req->id is set if it could be read (the
+ * caller echoes it) and req->root must still be freed with proto_req_free. */
+int proto_parse_request(const char *line, size_t len, struct proto_req *req, struct proto_err *e);
+void proto_req_free(struct proto_req *req);
+/* Is the method one the protocol defines? */
+bool proto_method_known(const char *method);
+extern const char *const proto_methods[];
+
+/* Typed parameter getters. key may be "a.b" for a nested object (the
+ * parent must be an object or absent). A missing key (or null, where noted)
+ * yields the default; a wrong type or bad value fills e with invalid_params
+ * naming the parameter and returns -1. */
+int pget_str(json_t *params, const char *key, const char **out, const char *dflt, bool required,
+             size_t maxlen, struct proto_err *e);
+int pget_bool(json_t *params, const char *key, bool *out, bool dflt, struct proto_err *e);
+int pget_int(json_t *params, const char *key, int64_t *out, int64_t dflt, int64_t min,
+             int64_t max, struct proto_err *e);
+/* Size: integer bytes, "512M", -1 or "unlimited" (-1). */
+int pget_size(json_t *params, const char *key, int64_t *out, int64_t dflt, struct proto_err *e);
+/* Mode: integer or octal string; masked to 07777. */
+int pget_mode(json_t *params, const char *key, unsigned *out, unsigned dflt, struct proto_err *e);
+/* Encoding: "utf8"/"text" -> false, "base64" -> true. */
+int pget_encoding(json_t *params, const char *key, bool *base64, struct proto_err *e);
+/* A path: 1..4095 bytes (NUL is already impossible in jansson strings). */
+int pget_path(json_t *params, const char *key, const char **out, struct proto_err *e);
+/* Array of strings (each non-empty if nonempty); *out is borrowed json. */
+int pget_strarray(json_t *params, const char *key, json_t **out, bool nonempty_items,
+                  struct proto_err *e);
+/* Object of string -> string. */
+int pget_strmap(json_t *params, const char *key, json_t **out, struct proto_err *e);
+
+/* Encoders: return a malloc'ed line ending in "\n" and its length. They
+ * steal `result` / `extra`. */
+char *proto_result_line(json_t *id, json_t *result, size_t *len);
+char *proto_error_line(json_t *id, const struct proto_err *e, size_t *len);
+char *proto_event_line(json_t *id, const char *event, json_t *fields, size_t *len);
+
+/* base64 (RFC 4648, with padding). */
+size_t b64_encoded_len(size_t n);
+size_t b64_encode(const unsigned char *in, size_t n, char *out); /* no NUL added */
+/* Decodes; whitespace is not allowed. Returns bytes, or -1 if invalid. out
+ * needs b64_decoded_max(n) bytes. */
+ssize_t b64_decode(const char *in, size_t n, unsigned char *out);
+static inline size_t b64_decoded_max(size_t n) { return n / 4 * 3 + 3; }
+
+/* Copies in to out as valid UTF-8, replacing each invalid sequence with
+ * U+FFFD. When !final, an incomplete sequence at the end is left unconsumed
+ * (*consumed < n) for the next chunk. out needs 3 * n bytes. Returns the
+ * number of bytes written. */
+size_t utf8_repair(const unsigned char *in, size_t n, char *out, bool final, size_t *consumed);
+bool utf8_valid(const unsigned char *s, size_t n);
+
+/* "ENOENT" etc.; "EIO" for unknown numbers. */
+const char *proto_errno_name(int e);
+/* Signal from a JSON value: "SIGTERM", "TERM", 15. Only the signals the
+ * protocol allows. Returns the number or -1. */
+int proto_signal_parse(json_t *v);
+/* "SIGKILL" for 9, or NULL. */
+const char *proto_signal_name(int sig);
+
+/* Default socket path (docs/protocol.md section 1). With create, makes the
+ * /tmp/fluebox-UID directory (0700) when that is the one chosen. */
+int proto_default_socket(char *out, size_t cap, bool create, struct fb_err *err);
+
+#endif

@@ -1,0 +1,823 @@
+/* sinit.c — pid 1 of a session sandbox. init_main() calls sinit_main() once
+ * capabilities are dropped and seccomp is loaded; from then on this loop
+ * serves the server's records (session.h) on the control socket:
+ *
+ *   exec     fork; the child takes the pipes the server passed as 0/1/2 and
+ *            execs through init_exec_child(): same namespaces, cgroup,
+ *            seccomp and uid as everything else in the sandbox. Output never
+ *            passes through init: the server reads the pipes itself.
+ *   kill     signal an exec's process group.
+ *   file ops performed here, inside the sandbox's mount namespace, as the
+ *            sandbox user: a path can only name what the sandbox itself can
+ *            see, so a symlink in the workspace cannot lead to a host file.
+ *            Opens use openat2(RESOLVE_NO_MAGICLINKS) where available, refuse
+ *            /proc (its "self" would be this init), and handle only regular
+ *            files for read/write (a FIFO would block init).
+ *   bulk     file contents over SREC_INLINE, big listings and recursive
+ *            removal run in a forked helper that talks to the server's pipe,
+ *            so init never blocks on a slow reader and holds no big buffer.
+ *
+ * init also reaps every orphan. If the server goes away (EOF on the control
+ * socket) init exits, which kills everything in the sandbox. */
+#include "init.h"
+
+#include "ctl.h"
+#include "session.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+enum job_kind { J_EXEC, J_READ, J_WRITE, J_RM, J_LIST };
+
+struct job {
+    pid_t pid;
+    int64_t tag;
+    enum job_kind kind;
+    int64_t bytes;
+};
+
+static struct job *jobs;
+static size_t njobs, capjobs;
+static int ctl_fd = -1;
+static const struct fb_policy *pol;
+static char *recbuf;
+
+static void job_add(pid_t pid, int64_t tag, enum job_kind kind, int64_t bytes)
+{
+    if (njobs == capjobs) {
+        capjobs = capjobs ? capjobs * 2 : 16;
+        jobs = fb_xrealloc(jobs, capjobs * sizeof *jobs);
+    }
+    jobs[njobs++] = (struct job){pid, tag, kind, bytes};
+}
+
+static struct job *job_by_pid(pid_t pid)
+{
+    for (size_t i = 0; i < njobs; i++)
+        if (jobs[i].pid == pid)
+            return &jobs[i];
+    return NULL;
+}
+
+static struct job *exec_by_tag(int64_t tag)
+{
+    for (size_t i = 0; i < njobs; i++)
+        if (jobs[i].kind == J_EXEC && jobs[i].tag == tag)
+            return &jobs[i];
+    return NULL;
+}
+
+static void job_del(struct job *j)
+{
+    *j = jobs[--njobs];
+}
+
+/* ---- replies ---- */
+
+static void send_rec(json_t *hdr, const void *payload, size_t plen)
+{
+    size_t len;
+    char *rec = srec_encode(hdr, payload, plen, &len);
+    if (!rec)
+        return;
+    /* Blocking: the server reads its control sockets promptly. If it is
+     * gone, the next receive sees EOF and init exits. */
+    srec_send(ctl_fd, rec, len, NULL, 0, 0);
+    free(rec);
+}
+
+static void reply_ok(int64_t tag, json_t *result, const void *payload, size_t plen)
+{
+    json_t *h = json_pack("{s:s, s:I, s:o}", "op", "reply", "t", (json_int_t)tag, "result",
+                          result ? result : json_object());
+    send_rec(h, payload, plen);
+}
+
+static void reply_errno(int64_t tag, int e)
+{
+    json_t *h = json_pack("{s:s, s:I, s:i}", "op", "reply", "t", (json_int_t)tag, "errno",
+                          e > 0 ? e : EIO);
+    send_rec(h, NULL, 0);
+}
+
+/* ---- helpers for file operations ---- */
+
+static const char *hstr(json_t *h, const char *k)
+{
+    const char *s = json_string_value(json_object_get(h, k));
+    return s && *s ? s : NULL;
+}
+
+static int64_t hint(json_t *h, const char *k, int64_t d)
+{
+    json_t *v = json_object_get(h, k);
+    return json_is_integer(v) ? json_integer_value(v) : d;
+}
+
+static bool hbool(json_t *h, const char *k)
+{
+    return json_is_true(json_object_get(h, k));
+}
+
+static bool have_openat2 = true;
+
+/* Open without following "magic" /proc links (fd/, cwd, root, exe). */
+static int open_safe(const char *path, int flags, mode_t mode)
+{
+    if (have_openat2) {
+        struct open_how how = {.flags = (uint64_t)flags, .mode = (flags & O_CREAT) ? mode : 0,
+                               .resolve = RESOLVE_NO_MAGICLINKS};
+        long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+        if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+            return (int)fd;
+        if (errno == ENOSYS || errno == EPERM) {
+            /* EPERM: a seccomp filter that does not know openat2. A real
+             * EPERM from the filesystem would come from openat as well. */
+            have_openat2 = false;
+        }
+    }
+    return openat(AT_FDCWD, path, flags, mode);
+}
+
+/* /proc inside the sandbox describes this init when a path says "self":
+ * file operations do not go there (exec `cat` does). */
+static bool on_procfs(int fd)
+{
+    struct statfs sf;
+    return fstatfs(fd, &sf) == 0 && (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC);
+}
+
+static const char *type_name(mode_t m)
+{
+    if (S_ISREG(m))
+        return "file";
+    if (S_ISDIR(m))
+        return "dir";
+    if (S_ISLNK(m))
+        return "symlink";
+    if (S_ISFIFO(m))
+        return "fifo";
+    if (S_ISSOCK(m))
+        return "socket";
+    if (S_ISCHR(m))
+        return "char";
+    if (S_ISBLK(m))
+        return "block";
+    return "unknown";
+}
+
+static int64_t ts_ms(struct timespec ts)
+{
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* mkdir -p; *created set when the last component was made. */
+static int mkdir_p(const char *path, mode_t mode, bool *created)
+{
+    if (created)
+        *created = false;
+    size_t l = strlen(path);
+    char *buf = fb_xstrdup(path);
+    while (l > 1 && buf[l - 1] == '/')
+        buf[--l] = 0;
+    int rc = 0;
+    for (char *s = buf + 1;; s++) {
+        if (*s && *s != '/')
+            continue;
+        char c = *s;
+        *s = 0;
+        if (mkdirat(AT_FDCWD, buf, mode) == 0) {
+            if (!c && created)
+                *created = true;
+        } else if (errno == EEXIST) {
+            struct stat st;
+            if (stat(buf, &st) < 0) {
+                rc = -1;
+                break;
+            }
+            if (!S_ISDIR(st.st_mode)) {
+                errno = c ? ENOTDIR : EEXIST;
+                rc = -1;
+                break;
+            }
+        } else {
+            rc = -1;
+            break;
+        }
+        if (!c)
+            break;
+        *s = c;
+        while (s[1] == '/')
+            s++;
+    }
+    int e = errno;
+    free(buf);
+    errno = e;
+    return rc;
+}
+
+static int mkdir_parents(const char *path)
+{
+    char *d = fb_xstrdup(path);
+    char *slash = strrchr(d, '/');
+    int rc = 0;
+    if (slash && slash != d) {
+        *slash = 0;
+        rc = mkdir_p(d, 0755, NULL);
+    }
+    int e = errno;
+    free(d);
+    errno = e;
+    return rc;
+}
+
+/* Fork a helper for bulk work. It keeps the fds it needs, drops the
+ * control socket, and exits with 0 or an errno value. */
+static pid_t helper_fork(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ctl_fd);
+        signal(SIGPIPE, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* A helper blocked on a pipe must die with the sandbox as well as
+         * when init does (it does: the pid namespace goes). */
+    }
+    return pid;
+}
+
+static int copy_fd(int in, int out, int64_t n, bool use_pread, off_t off)
+{
+    static char buf[65536];
+    while (n > 0) {
+        size_t want = n > (int64_t)sizeof buf ? sizeof buf : (size_t)n;
+        ssize_t r = use_pread ? pread(in, buf, want, off) : read(in, buf, want);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (r == 0)
+            return use_pread ? 0 : EPIPE; /* file shrank / sender gave up */
+        if (fb_write_all(out, buf, (size_t)r) < 0)
+            return errno ? errno : EIO;
+        n -= r;
+        off += r;
+    }
+    return 0;
+}
+
+/* ---- operations ---- */
+
+static void op_read(int64_t tag, json_t *h, int *fds, size_t nfds)
+{
+    const char *path = hstr(h, "path");
+    int64_t offset = hint(h, "offset", 0), length = hint(h, "length", -1);
+    int64_t max = hint(h, "max", 16 << 20);
+    if (!path || nfds < 1 || offset < 0)
+        return reply_errno(tag, EINVAL);
+    int fd = open_safe(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+    if (fd < 0)
+        return reply_errno(tag, errno);
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return reply_errno(tag, e);
+    }
+    int e = 0;
+    if (S_ISDIR(st.st_mode))
+        e = EISDIR;
+    else if (!S_ISREG(st.st_mode))
+        e = EINVAL;
+    else if (on_procfs(fd))
+        e = EACCES;
+    if (e) {
+        close(fd);
+        return reply_errno(tag, e);
+    }
+    int64_t size = st.st_size;
+    int64_t avail = size > offset ? size - offset : 0;
+    int64_t n = length < 0 ? (avail < max ? avail : max) : (length < avail ? length : avail);
+    json_t *res = json_pack("{s:I}", "size", (json_int_t)size);
+    if (n <= SREC_INLINE) {
+        static char buf[SREC_INLINE];
+        ssize_t got = 0;
+        while (got < n) {
+            ssize_t r = pread(fd, buf + got, (size_t)(n - got), offset + got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0) {
+                e = errno;
+                break;
+            }
+            if (r == 0)
+                break;
+            got += r;
+        }
+        close(fd);
+        if (e) {
+            json_decref(res);
+            return reply_errno(tag, e);
+        }
+        return reply_ok(tag, res, buf, (size_t)got);
+    }
+    json_object_set_new(res, "bulk", json_integer(n));
+    pid_t pid = helper_fork();
+    if (pid < 0) {
+        e = errno;
+        close(fd);
+        json_decref(res);
+        return reply_errno(tag, e);
+    }
+    if (pid == 0)
+        _exit(copy_fd(fd, fds[0], n, true, offset));
+    close(fd);
+    job_add(pid, tag, J_READ, n);
+    reply_ok(tag, res, NULL, 0);
+}
+
+static void op_write(int64_t tag, json_t *h, const char *payload, size_t plen, int *fds,
+                     size_t nfds)
+{
+    const char *path = hstr(h, "path");
+    int64_t size = hint(h, "size", -1);
+    bool inl = hbool(h, "inline");
+    if (!path || size < 0 || (inl && (size_t)size != plen) || (!inl && nfds < 1))
+        return reply_errno(tag, EINVAL);
+    if (hbool(h, "parents") && mkdir_parents(path) < 0)
+        return reply_errno(tag, errno);
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
+    flags |= hbool(h, "append") ? O_APPEND : 0;
+    flags |= hbool(h, "exclusive") ? O_EXCL : 0;
+    mode_t mode = (mode_t)(hint(h, "mode", 0644) & 07777);
+    /* Truncate only once we know it is a regular file. */
+    int fd = open_safe(path, flags, mode);
+    if (fd < 0)
+        return reply_errno(tag, errno);
+    struct stat st;
+    int e = 0;
+    if (fstat(fd, &st) < 0)
+        e = errno;
+    else if (S_ISDIR(st.st_mode))
+        e = EISDIR;
+    else if (!S_ISREG(st.st_mode))
+        e = EINVAL;
+    else if (on_procfs(fd))
+        e = EACCES;
+    else if (!hbool(h, "append") && ftruncate(fd, 0) < 0)
+        e = errno;
+    if (!e)
+        fcntl(fd, F_SETFL, flags & O_APPEND); /* clears O_NONBLOCK */
+    if (e) {
+        close(fd);
+        return reply_errno(tag, e);
+    }
+    if (inl) {
+        if (fb_write_all(fd, payload, plen) < 0)
+            e = errno ? errno : EIO;
+        close(fd);
+        if (e)
+            return reply_errno(tag, e);
+        return reply_ok(tag, json_pack("{s:I}", "bytesWritten", (json_int_t)plen), NULL, 0);
+    }
+    pid_t pid = helper_fork();
+    if (pid < 0) {
+        e = errno;
+        close(fd);
+        return reply_errno(tag, e);
+    }
+    if (pid == 0)
+        _exit(copy_fd(fds[0], fd, size, false, 0));
+    close(fd);
+    job_add(pid, tag, J_WRITE, size);
+}
+
+static json_t *stat_json(const struct stat *st)
+{
+    return json_pack("{s:s, s:I, s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "type",
+                     type_name(st->st_mode), "size", (json_int_t)st->st_size, "mode",
+                     (int)(st->st_mode & 07777), "uid", (int)st->st_uid, "gid", (int)st->st_gid,
+                     "nlink", (json_int_t)st->st_nlink, "mtimeMs", (json_int_t)ts_ms(st->st_mtim),
+                     "atimeMs", (json_int_t)ts_ms(st->st_atim), "ctimeMs",
+                     (json_int_t)ts_ms(st->st_ctim));
+}
+
+static void op_stat(int64_t tag, json_t *h, bool exists)
+{
+    const char *path = hstr(h, "path");
+    if (!path)
+        return reply_errno(tag, EINVAL);
+    bool follow = !json_is_false(json_object_get(h, "follow"));
+    struct stat st;
+    if (fstatat(AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0) {
+        if (exists && (errno == ENOENT || errno == ENOTDIR))
+            return reply_ok(tag, json_pack("{s:b}", "exists", 0), NULL, 0);
+        return reply_errno(tag, errno);
+    }
+    if (exists)
+        return reply_ok(tag, json_pack("{s:b, s:s}", "exists", 1, "type", type_name(st.st_mode)),
+                        NULL, 0);
+    json_t *res = stat_json(&st);
+    if (S_ISLNK(st.st_mode)) {
+        char t[4096];
+        ssize_t l = readlinkat(AT_FDCWD, path, t, sizeof t - 1);
+        if (l >= 0) {
+            /* The server repairs non-UTF-8 bytes; send raw as payload. */
+            return reply_ok(tag, res, t, (size_t)l);
+        }
+    }
+    reply_ok(tag, res, NULL, 0);
+}
+
+static char dtype_char(unsigned char t)
+{
+    switch (t) {
+    case DT_REG: return 'f';
+    case DT_DIR: return 'd';
+    case DT_LNK: return 'l';
+    case DT_FIFO: return 'p';
+    case DT_SOCK: return 's';
+    case DT_CHR: return 'c';
+    case DT_BLK: return 'b';
+    default: return '?';
+    }
+}
+
+/* Listing payload: for each entry, a type letter, the name, a NUL. */
+static void op_readdir(int64_t tag, json_t *h, int *fds, size_t nfds)
+{
+    const char *path = hstr(h, "path");
+    int64_t max = hint(h, "max", 16 << 20);
+    if (!path || nfds < 1)
+        return reply_errno(tag, EINVAL);
+    int fd = open_safe(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK, 0);
+    if (fd < 0)
+        return reply_errno(tag, errno);
+    if (on_procfs(fd)) {
+        close(fd);
+        return reply_errno(tag, EACCES);
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return reply_errno(tag, e);
+    }
+    struct fb_buf out = {0};
+    struct dirent *de;
+    int e = 0;
+    errno = 0;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        char t = dtype_char(de->d_type);
+        if (t == '?') {
+            struct stat st;
+            if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                t = dtype_char(S_ISREG(st.st_mode)   ? DT_REG
+                               : S_ISDIR(st.st_mode) ? DT_DIR
+                               : S_ISLNK(st.st_mode) ? DT_LNK
+                                                     : DT_UNKNOWN);
+        }
+        buf_append(&out, &t, 1);
+        buf_append(&out, de->d_name, strlen(de->d_name) + 1);
+        if ((int64_t)out.len > max) {
+            e = E2BIG;
+            break;
+        }
+        errno = 0;
+    }
+    if (!e && errno)
+        e = errno;
+    closedir(d);
+    if (e) {
+        buf_free(&out);
+        return reply_errno(tag, e);
+    }
+    if (out.len <= SREC_INLINE) {
+        reply_ok(tag, json_object(), out.data, out.len);
+        buf_free(&out);
+        return;
+    }
+    pid_t pid = helper_fork();
+    if (pid < 0) {
+        e = errno;
+        buf_free(&out);
+        return reply_errno(tag, e);
+    }
+    if (pid == 0)
+        _exit(fb_write_all(fds[0], out.data, out.len) < 0 ? EPIPE : 0);
+    job_add(pid, tag, J_LIST, (int64_t)out.len);
+    reply_ok(tag, json_pack("{s:I}", "bulk", (json_int_t)out.len), NULL, 0);
+    buf_free(&out);
+}
+
+static void op_mkdir(int64_t tag, json_t *h)
+{
+    const char *path = hstr(h, "path");
+    if (!path)
+        return reply_errno(tag, EINVAL);
+    mode_t mode = (mode_t)(hint(h, "mode", 0755) & 07777);
+    bool created = false;
+    if (hbool(h, "recursive")) {
+        if (mkdir_p(path, mode, &created) < 0)
+            return reply_errno(tag, errno);
+    } else {
+        if (mkdirat(AT_FDCWD, path, mode) < 0)
+            return reply_errno(tag, errno);
+        created = true;
+    }
+    reply_ok(tag, json_pack("{s:b}", "created", created), NULL, 0);
+}
+
+/* Remove name under dirfd, depth first, never following symlinks and never
+ * descending into another filesystem (a mount point answers EBUSY). */
+static int rm_tree(int dfd, const char *name, dev_t dev)
+{
+    struct stat st;
+    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return errno;
+    if (!S_ISDIR(st.st_mode))
+        return unlinkat(dfd, name, 0) < 0 ? errno : 0;
+    if (st.st_dev != dev)
+        return EBUSY;
+    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        return e;
+    }
+    int first = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        int e = rm_tree(dirfd(d), de->d_name, dev);
+        if (e && !first)
+            first = e;
+    }
+    closedir(d);
+    if (first)
+        return first;
+    return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? errno : 0;
+}
+
+static void op_rm(int64_t tag, json_t *h)
+{
+    const char *path = hstr(h, "path");
+    if (!path)
+        return reply_errno(tag, EINVAL);
+    bool force = hbool(h, "force");
+    struct stat st;
+    if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (force && errno == ENOENT)
+            return reply_ok(tag, json_pack("{s:b}", "removed", 0), NULL, 0);
+        return reply_errno(tag, errno);
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlinkat(AT_FDCWD, path, 0) < 0)
+            return reply_errno(tag, errno);
+        return reply_ok(tag, json_pack("{s:b}", "removed", 1), NULL, 0);
+    }
+    if (!hbool(h, "recursive"))
+        return reply_errno(tag, EISDIR);
+    pid_t pid = helper_fork();
+    if (pid < 0)
+        return reply_errno(tag, errno);
+    if (pid == 0)
+        _exit(rm_tree(AT_FDCWD, path, st.st_dev));
+    job_add(pid, tag, J_RM, 0);
+}
+
+static void op_rename(int64_t tag, json_t *h)
+{
+    const char *from = hstr(h, "from"), *to = hstr(h, "to");
+    if (!from || !to)
+        return reply_errno(tag, EINVAL);
+    int r;
+    if (json_is_false(json_object_get(h, "overwrite")))
+        r = renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
+    else
+        r = rename(from, to);
+    if (r < 0)
+        return reply_errno(tag, errno);
+    reply_ok(tag, NULL, NULL, 0);
+}
+
+static char **strv_from_json(json_t *a)
+{
+    size_t n = json_array_size(a);
+    char **v = fb_xcalloc(n + 1, sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = json_string_value(json_array_get(a, i));
+        v[i] = (char *)(s ? s : "");
+    }
+    return v;
+}
+
+static void lower_limit(int res, int64_t v)
+{
+    if (v <= 0)
+        return;
+    struct rlimit rl;
+    if (getrlimit(res, &rl) < 0)
+        return;
+    rlim_t n = (rlim_t)v;
+    if (rl.rlim_max != RLIM_INFINITY && n > rl.rlim_max)
+        n = rl.rlim_max;
+    rl.rlim_cur = rl.rlim_max = n;
+    setrlimit(res, &rl);
+}
+
+static void op_exec(int64_t tag, json_t *h, int *fds, size_t nfds)
+{
+    json_t *argv = json_object_get(h, "argv"), *env = json_object_get(h, "env");
+    const char *cwd = hstr(h, "cwd");
+    if (!json_is_array(argv) || !json_array_size(argv) || !json_is_array(env) || nfds < 2)
+        return reply_errno(tag, EINVAL);
+    bool has_stdin = hbool(h, "stdin") && nfds >= 3;
+    pid_t pid = fork();
+    if (pid < 0)
+        return reply_errno(tag, errno);
+    if (pid == 0) {
+        setpgid(0, 0);
+        int in = has_stdin ? fds[2] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+        /* fds are >= 3 here (0, 1, 2 are /dev/null in init), so dup2 never
+         * clobbers one of them before it is used. */
+        if (in < 0 || dup2(in, 0) < 0 || dup2(fds[0], 1) < 0 || dup2(fds[1], 2) < 0)
+            _exit(FB_EXIT_SETUP);
+        umask(022);
+        lower_limit(RLIMIT_NOFILE, hint(h, "nofile", 0));
+        lower_limit(RLIMIT_FSIZE, hint(h, "fsize", 0));
+        char **av = strv_from_json(argv), **ev = strv_from_json(env);
+        init_exec_child(pol, av, ev, cwd, -1);
+    }
+    setpgid(pid, pid); /* both sides, so kill(-pid) works at once */
+    job_add(pid, tag, J_EXEC, 0);
+    send_rec(json_pack("{s:s, s:I, s:i}", "op", "started", "t", (json_int_t)tag, "pid", (int)pid),
+             NULL, 0);
+}
+
+static void op_kill(json_t *h)
+{
+    int64_t target = hint(h, "target", -1);
+    int sig = (int)hint(h, "sig", SIGKILL);
+    struct job *j = exec_by_tag(target);
+    if (!j || sig <= 0 || sig >= 32)
+        return;
+    if (kill(-j->pid, sig) < 0)
+        kill(j->pid, sig);
+}
+
+static void dispatch(json_t *h, const char *payload, size_t plen, int *fds, size_t nfds)
+{
+    const char *op = hstr(h, "op");
+    int64_t tag = hint(h, "t", -1);
+    if (!op)
+        return;
+    if (!strcmp(op, "exec"))
+        op_exec(tag, h, fds, nfds);
+    else if (!strcmp(op, "kill"))
+        op_kill(h);
+    else if (!strcmp(op, "read"))
+        op_read(tag, h, fds, nfds);
+    else if (!strcmp(op, "write"))
+        op_write(tag, h, payload, plen, fds, nfds);
+    else if (!strcmp(op, "stat"))
+        op_stat(tag, h, false);
+    else if (!strcmp(op, "exists"))
+        op_stat(tag, h, true);
+    else if (!strcmp(op, "readdir"))
+        op_readdir(tag, h, fds, nfds);
+    else if (!strcmp(op, "mkdir"))
+        op_mkdir(tag, h);
+    else if (!strcmp(op, "rm"))
+        op_rm(tag, h);
+    else if (!strcmp(op, "rename"))
+        op_rename(tag, h);
+    else
+        reply_errno(tag, ENOSYS);
+}
+
+static void reap(void)
+{
+    int status;
+    pid_t w;
+    while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+        struct job *j = job_by_pid(w);
+        if (!j)
+            continue; /* an orphan */
+        int64_t tag = j->tag;
+        int e = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+        switch (j->kind) {
+        case J_EXEC:
+            send_rec(json_pack("{s:s, s:I, s:i}", "op", "exit", "t", (json_int_t)tag, "status",
+                               status),
+                     NULL, 0);
+            break;
+        case J_WRITE:
+            if (e)
+                reply_errno(tag, e);
+            else
+                reply_ok(tag, json_pack("{s:I}", "bytesWritten", (json_int_t)j->bytes), NULL, 0);
+            break;
+        case J_RM:
+            if (e)
+                reply_errno(tag, e);
+            else
+                reply_ok(tag, json_pack("{s:b}", "removed", 1), NULL, 0);
+            break;
+        case J_READ:
+        case J_LIST:
+            break; /* answered already; the server sees the pipe's end */
+        }
+        job_del(j);
+    }
+}
+
+void sinit_main(const struct fb_policy *p, int ctl)
+{
+    pol = p;
+    ctl_fd = ctl;
+    /* A write past RLIMIT_FSIZE must fail with EFBIG, not kill init. */
+    signal(SIGXFSZ, SIG_IGN);
+    umask(0);
+    if (chdir("/") < 0)
+        _exit(FB_EXIT_SETUP);
+    /* Nothing of the server's stdio stays inside the sandbox. */
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (nul >= 0) {
+        for (int i = 0; i < 3; i++)
+            if (nul != i)
+                dup2(nul, i);
+        if (nul > 2)
+            close(nul);
+    }
+    /* SIGCHLD is blocked already (init_main); read it from a signalfd. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    recbuf = fb_xmalloc(SREC_MAX);
+    if (sfd < 0 || ctl_sendf(ctl, FB_MSG_READY, 0, "ready") < 0)
+        _exit(FB_EXIT_SETUP);
+
+    for (;;) {
+        struct pollfd pf[2] = {{ctl, POLLIN, 0}, {sfd, POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(FB_EXIT_SETUP);
+        }
+        if (pf[1].revents) {
+            struct signalfd_siginfo si;
+            while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                ;
+            reap();
+        }
+        if (!pf[0].revents)
+            continue;
+        for (int k = 0; k < 64; k++) {
+            json_t *h;
+            const char *payload;
+            size_t plen;
+            int fds[8];
+            size_t nfds = 8;
+            int r = srec_recv(ctl, recbuf, MSG_DONTWAIT, &h, &payload, &plen, fds, &nfds);
+            if (r == 0)
+                _exit(0); /* the server is gone: so is the sandbox */
+            if (r < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                    break;
+                if (errno == EPROTO)
+                    continue;
+                _exit(FB_EXIT_SETUP);
+            }
+            dispatch(h, payload, plen, fds, nfds);
+            json_decref(h);
+            for (size_t i = 0; i < nfds; i++)
+                close(fds[i]);
+        }
+        /* Reap between batches too: a fast exec may be done already. */
+        reap();
+    }
+}
