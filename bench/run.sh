@@ -230,6 +230,7 @@ group_egress() {
 # ---- run ------------------------------------------------------------------
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 mem=$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo)
+# shellcheck disable=SC1091
 os=$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-unknown}")
 fbver=$("$FLUEBOX" --version 2>/dev/null | head -n 1)
 bwver=$([ "$HAVE_BWRAP" = 1 ] && bwrap --version 2>/dev/null | head -n 1 || echo "not installed")

@@ -36,7 +36,6 @@ PROBE_USER=${PROBE_USER:-fbtest}
 BUILD_FIRST=1
 KEEP=0
 VERBOSE=0
-SUB=0
 
 # Limits every sandboxed probe runs under, and the caps the resource probes
 # stop at by themselves (comfortably above the limits, so hitting a cap means
@@ -92,7 +91,7 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD_FIRST=0 ;;
     --keep) KEEP=1 ;;
     --verbose) VERBOSE=1 ;;
-    --sub) SUB=1; RUN_USER=0; BUILD_FIRST=0 ;;
+    --sub) RUN_USER=0; BUILD_FIRST=0 ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -247,6 +246,7 @@ run_one() {
         ;;
     *)
         # sh records the pid fluebox will have, then becomes fluebox.
+        # shellcheck disable=SC2016 # expanded by that sh, not here
         cmd+=(sh -c 'echo $$ >>"$0"; exec "$@"' "$FBPIDS")
         cmd+=("$FLUEBOX" run --profile "$mode" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
             --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
@@ -384,7 +384,7 @@ for k in "${!ALLOWED[@]}"; do
         shown="$shown\n  allowed ${k%%:*} under ${k#*:}: ${ALLOWED[$k]}"
     fi
 done
-[ -n "$shown" ] && printf "allowed escapes:$shown\n"
+[ -n "$shown" ] && printf 'allowed escapes:%b\n' "$shown"
 if [ "$VERBOSE" = 1 ]; then
     say ""
     for p in "${PROBES[@]}"; do
