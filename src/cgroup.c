@@ -673,6 +673,22 @@ static unsigned wanted_of(const struct fb_limits *l)
     return w;
 }
 
+/* Limits that have a per-process rlimit to stand in. Not RLIMIT_DATA in a
+ * sanitizer build: init is fluebox's own code there, and the sanitizer's
+ * shadow-memory reservations count as data, so init itself would fail. */
+#if defined(__SANITIZE_ADDRESS__)
+#define FB_NO_DATA_FALLBACK 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FB_NO_DATA_FALLBACK 1
+#endif
+#endif
+#ifdef FB_NO_DATA_FALLBACK
+static const unsigned fallback_ok = BIT(C_PIDS);
+#else
+static const unsigned fallback_ok = BIT(C_MEM) | BIT(C_PIDS);
+#endif
+
 /* The one warning of a run whose limits are not all enforced: which, why
  * (short; the report's limits_note has the details) and what stands in. */
 static void warn_missing(const struct fb_cgroup *cg)
@@ -777,7 +793,7 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
         }
     }
     unsigned missing = cg->wanted & ~cg->applied;
-    cg->fallback = missing & (BIT(C_MEM) | BIT(C_PIDS));
+    cg->fallback = missing & fallback_ok;
     cg->need_prlimit = cg->fallback != 0;
     finish_strings(cg);
     if (missing && p->limits.require) {
@@ -819,7 +835,7 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
             return fb_errf(err, FB_EXIT_SETUP, "--require-limits: cannot apply the %s limit: %s",
                            cg->not_applied_s, cg->reason);
         }
-        cg->fallback |= d->ctrls & (BIT(C_MEM) | BIT(C_PIDS));
+        cg->fallback |= d->ctrls & fallback_ok;
         finish_strings(cg);
         fb_warn("warning: limits not applied: %s: %s", cg->not_applied_s, cg->reason);
     }
