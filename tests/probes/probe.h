@@ -187,6 +187,7 @@ static inline void probe_fork(void (*fn)(struct probe_res *, void *), void *arg,
 }
 
 static const char *probe_name;
+static pid_t probe_launcher; /* the process that started the probe */
 static void probe_attempt(struct probe_res *r);
 
 static inline void probe_attempt_trampoline(struct probe_res *r, void *arg)
@@ -198,6 +199,7 @@ static inline void probe_attempt_trampoline(struct probe_res *r, void *arg)
 static inline int probe_main(const char *name, int argc, char **argv)
 {
     probe_name = name;
+    probe_launcher = getppid();
     probe_argc = argc;
     probe_argv = argv;
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -221,6 +223,9 @@ static inline int probe_main(const char *name, int argc, char **argv)
         v = "ERROR";
     else if (r.skip)
         v = "SKIP";
+    for (size_t i = 0; i < r.len; i++) /* one line, whatever the details hold */
+        if (r.detail[i] == '\n' || r.detail[i] == '\t' || r.detail[i] == '\r')
+            r.detail[i] = ' ';
     printf("%s %s: %s\n", v, name, r.len ? r.detail : "-");
     return 0;
 }
