@@ -16,6 +16,8 @@ enum fb_msg_type {
     FB_MSG_EXIT,       /* command finished: status (wait status) */
     FB_MSG_COW,        /* child -> supervisor, before READY: the copy-on-write
                           upper layer, user and mount namespace (fds); cow.h */
+    FB_MSG_SECCOMP_FD, /* init -> supervisor, before READY: the seccomp listener
+                          (--seccomp-log, learn); see scnotify.h */
     FB_MSG_SESSION = 100,
 };
 

@@ -120,7 +120,8 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
         fb_errno(&err, FB_EXIT_SETUP, "signalfd");
         fail(ctl, &err);
     }
-    if (seccomp_apply(p, &err) < 0)
+    /* Run mode: --seccomp-log and learn hand the listener to the supervisor. */
+    if (seccomp_apply_ctl(p, mode == FB_MODE_RUN ? ctl : -1, &err) < 0)
         fail(ctl, &err);
 
     if (mode == FB_MODE_SESSION) {

@@ -48,8 +48,10 @@ static void free_strv(char **v, size_t n)
 
 void policy_clear_rules(struct fb_policy *p)
 {
-    for (size_t i = 0; i < p->seccomp.nrules; i++)
+    for (size_t i = 0; i < p->seccomp.nrules; i++) {
         free(p->seccomp.rules[i].name);
+        free(p->seccomp.rules[i].comment);
+    }
     free(p->seccomp.rules);
     p->seccomp.rules = NULL;
     p->seccomp.nrules = 0;
@@ -58,6 +60,7 @@ void policy_clear_rules(struct fb_policy *p)
 void policy_free(struct fb_policy *p)
 {
     free(p->profile_name);
+    free(p->profile_extends);
     free(p->description);
     free_strv(p->overrides, p->noverrides);
     if (p->argv) {
@@ -148,6 +151,7 @@ void policy_add_rule(struct fb_policy *p, const struct fb_sc_rule *r)
     struct fb_sc_rule *d = &p->seccomp.rules[p->seccomp.nrules++];
     *d = *r;
     d->name = fb_xstrdup(r->name);
+    d->comment = r->comment ? fb_xstrdup(r->comment) : NULL;
 }
 
 /* A DNS name: labels of [a-z0-9-_], 1..63 each, not starting or ending with

@@ -64,7 +64,7 @@ enum fb_sc_action {
     FB_SC_ERRNO, /* fail with errno_val */
     FB_SC_KILL,  /* kill the process */
     FB_SC_LOG,   /* allow and log through the kernel audit log */
-    FB_SC_TRACE, /* reserved for learn mode */
+    FB_SC_TRACE, /* SECCOMP_RET_TRACE (no tracer: ENOSYS); not offered by profiles */
 };
 
 enum fb_sc_op { FB_SC_EQ, FB_SC_NE, FB_SC_LT, FB_SC_LE, FB_SC_GT, FB_SC_GE, FB_SC_MASKED_EQ };
@@ -76,12 +76,16 @@ struct fb_sc_arg {
     uint64_t mask;     /* FB_SC_MASKED_EQ: (arg & mask) == value */
 };
 
+/* Rules are checked in array order and the first whose conditions all hold
+ * decides (seccomp.c); a profile's own rules come before those of the profile
+ * it extends (profile.c). Conditions of one rule are ANDed. */
 struct fb_sc_rule {
     char *name;                 /* syscall name, resolved by libseccomp */
     enum fb_sc_action action;
     int errno_val;
     struct fb_sc_arg args[6];
     unsigned nargs;
+    char *comment;              /* the profile's "comment" (why), or NULL */
 };
 
 struct fb_seccomp {
@@ -90,7 +94,10 @@ struct fb_seccomp {
     int default_errno;
     struct fb_sc_rule *rules;
     size_t nrules;
-    bool log_denied; /* --seccomp-log: denials also go to the audit log */
+    bool log_denied; /* --seccomp-log: denials are reported to the supervisor
+                        (user notification) and listed in the run report */
+    bool learn;      /* `fluebox learn`: what the profile denies is allowed and
+                        recorded instead (user notification, "continue") */
 };
 
 /* Limits. For sizes and counts, -1 means unlimited (explicitly relaxed) and
@@ -109,6 +116,8 @@ struct fb_limits {
 struct fb_policy {
     /* Where it came from, for the report and `profile show`. */
     char *profile_name;    /* "strict", "standard", "trusted" or the file name */
+    char *profile_extends; /* what it extends, transitively: "strict" or
+                              "base.json < strict"; NULL for none */
     char *description;
     char **overrides;      /* CLI options that changed the profile, e.g. "--mem 256M" */
     size_t noverrides;

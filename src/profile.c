@@ -1,51 +1,1523 @@
-/* profile.c — security profiles. PLACEHOLDER: built-in profiles coded in C
- * until the JSON profiles land. */
+/* profile.c — security profiles: JSON files (and the built-in ones embedded
+ * from profiles/ *.json) loaded with jansson into a policy, and
+ * `fluebox profile list|show|check`.
+ *
+ * A profile that extends another is applied over it: first the extended
+ * profile, then this one. Scalars replace, lists (mounts, environment,
+ * network allowlist) append, and seccomp rules are put in front of the
+ * inherited ones, so that the first match — the extending profile's —
+ * decides (seccomp.h). Every key is known: anything else is an error, and
+ * every error names the file and the JSON path of the bad field. The format
+ * is documented in docs/profiles.md. */
 #include "profile.h"
 
+#include "commands.h"
+#include "seccomp.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
-static const char *const builtin[] = {"strict", "standard", "trusted", NULL};
+/* Generated from profiles/ *.json by scripts/embed-profiles.sh. */
+struct fb_builtin_profile {
+    const char *name;
+    const char *json;
+};
+extern const struct fb_builtin_profile fb_builtin_profiles[];
 
-const char *const *profile_builtin_names(void) { return builtin; }
+#define MAX_DEPTH 16
+#define MAX_FILE (1 << 20)
 
-static const char *const denied[] = {
-    "mount", "umount2", "pivot_root", "chroot", "setns", "ptrace", "process_vm_readv",
-    "process_vm_writev", "keyctl", "add_key", "request_key", "bpf", "perf_event_open",
-    "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register", "kexec_load",
-    "kexec_file_load", "init_module", "finit_module", "delete_module", "reboot", "swapon",
-    "swapoff", "open_by_handle_at", "name_to_handle_at", "fsopen", "fsconfig", "fsmount",
-    "fspick", "move_mount", "open_tree", "mount_setattr", "acct", "quotactl", "syslog",
-    "uselib", "iopl", "ioperm", "vhangup", "lookup_dcookie", "fanotify_init",
+const char *const *profile_builtin_names(void)
+{
+    static const char *names[16];
+    size_t n = 0;
+    for (const struct fb_builtin_profile *b = fb_builtin_profiles; b->name && n < 15; b++)
+        names[n++] = b->name;
+    names[n] = NULL;
+    return names;
+}
+
+static const char *builtin_json(const char *name)
+{
+    for (const struct fb_builtin_profile *b = fb_builtin_profiles; b->name; b++)
+        if (!strcmp(b->name, name))
+            return b->json;
+    return NULL;
+}
+
+/* ---- error reporting ---- */
+
+struct ld {
+    const char *label;   /* how errors name this profile: the path or built-in name */
+    char *dir;           /* the file's directory (relative paths), NULL for built-ins */
+    struct fb_err *err;
+    bool files_ok;       /* may "extends" name files */
+    char **chain;        /* identities of the profiles being loaded (cycles) */
+    char **labels;       /* their labels, for the cycle message */
+    size_t nchain;
 };
 
-int profile_load(struct fb_policy *p, const char *name, struct fb_err *err)
+__attribute__((format(printf, 3, 4))) static int perr(struct ld *l, const char *path,
+                                                        const char *fmt, ...)
 {
-    if (strcmp(name, "strict") && strcmp(name, "standard") && strcmp(name, "trusted"))
-        return fb_errf(err, FB_EXIT_SETUP, "--profile %s: unknown profile", name);
-    free(p->profile_name);
-    p->profile_name = fb_xstrdup(name);
-    policy_clear_rules(p);
-    for (size_t i = 0; i < FB_ARRAY_LEN(denied); i++) {
-        struct fb_sc_rule r = {.name = (char *)denied[i], .action = FB_SC_ERRNO, .errno_val = EPERM};
-        policy_add_rule(p, &r);
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (path && *path)
+        return fb_errf(l->err, FB_EXIT_SETUP, "%s: %s: %s", l->label, path, msg);
+    return fb_errf(l->err, FB_EXIT_SETUP, "%s: %s", l->label, msg);
+}
+
+static const char *jtype(const json_t *j)
+{
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    case JSON_NULL: return "null";
     }
-    struct fb_sc_rule per = {.name = "personality", .action = FB_SC_ERRNO, .errno_val = EPERM,
-                             .nargs = 2};
-    per.args[0] = (struct fb_sc_arg){0, FB_SC_GT, 0, 0};
-    per.args[1] = (struct fb_sc_arg){0, FB_SC_LT, 0xffffffffu, 0};
-    policy_add_rule(p, &per);
-    if (!strcmp(name, "trusted")) {
-        p->net_host_allowed = true;
-        p->limits.mem = -1;
-        p->limits.pids = 4096;
-    } else {
-        p->limits.mem = 1024LL * 1024 * 1024;
-        p->limits.pids = 512;
+    return "?";
+}
+
+/* Paths are cut at the buffer's size (256), long enough for any real one. */
+__attribute__((format(printf, 3, 4))) static void path_fmt(char *out, size_t cap,
+                                                           const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out, cap, fmt, ap);
+    va_end(ap);
+}
+
+/* "path.key" */
+static void key_path(char *out, size_t cap, const char *path, const char *key)
+{
+    if (path && *path)
+        path_fmt(out, cap, "%s.%s", path, key);
+    else
+        path_fmt(out, cap, "%s", key);
+}
+
+/* "path[i]" */
+static void idx_path(char *out, size_t cap, const char *path, size_t i)
+{
+    path_fmt(out, cap, "%s[%zu]", path, i);
+}
+
+static int want_type(struct ld *l, const char *path, const json_t *j, json_type t,
+                     const char *what)
+{
+    if (json_typeof(j) == t || (t == JSON_TRUE && json_typeof(j) == JSON_FALSE))
+        return 0;
+    return perr(l, path, "expected %s, got %s", what, jtype(j));
+}
+
+/* Every key of obj must be in keys (NULL-terminated). */
+static int check_keys(struct ld *l, const char *path, json_t *obj, const char *const *keys)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(obj, k, v) {
+        bool known = false;
+        for (const char *const *q = keys; *q && !known; q++)
+            known = !strcmp(*q, k);
+        if (known)
+            continue;
+        char sub[256], list[300];
+        key_path(sub, sizeof sub, path, k);
+        size_t o = 0;
+        list[0] = 0;
+        for (const char *const *q = keys; *q; q++)
+            o += (size_t)snprintf(list + o, o < sizeof list ? sizeof list - o : 0, "%s%s",
+                                  q == keys ? "" : ", ", *q);
+        return perr(l, sub, "unknown key (expected one of: %s)", list);
     }
     return 0;
 }
 
+/* A "comment": a string or an array of strings. */
+static int get_comment(struct ld *l, const char *path, json_t *obj, char **out)
+{
+    json_t *c = json_object_get(obj, "comment");
+    if (out)
+        *out = NULL;
+    if (!c)
+        return 0;
+    char sub[256];
+    key_path(sub, sizeof sub, path, "comment");
+    if (json_is_string(c)) {
+        if (out)
+            *out = fb_xstrdup(json_string_value(c));
+        return 0;
+    }
+    if (!json_is_array(c))
+        return perr(l, sub, "expected a string or an array of strings, got %s", jtype(c));
+    size_t i;
+    json_t *e;
+    size_t len = 0;
+    json_array_foreach(c, i, e) {
+        if (!json_is_string(e)) {
+            char s2[256];
+            idx_path(s2, sizeof s2, sub, i);
+            return perr(l, s2, "expected a string, got %s", jtype(e));
+        }
+        len += strlen(json_string_value(e)) + 1;
+    }
+    if (out) {
+        char *s = fb_xcalloc(1, len + 1);
+        json_array_foreach(c, i, e) {
+            if (i)
+                strcat(s, " ");
+            strcat(s, json_string_value(e));
+        }
+        *out = s;
+    }
+    return 0;
+}
+
+/* ---- value parsers ---- */
+
+int profile_errno_parse(const char *s)
+{
+    if (!s || !*s)
+        return -1;
+    if (*s >= '0' && *s <= '9') {
+        uint64_t v;
+        if (fb_parse_u64(s, &v) < 0 || v < 1 || v > 4095)
+            return -1;
+        return (int)v;
+    }
+    for (int e = 1; e < 4096; e++) {
+        const char *n = strerrorname_np(e);
+        if (n && !strcmp(n, s))
+            return e;
+    }
+    return -1;
+}
+
+/* "allow", "kill", "log", "errno", "errno(EPERM)", "errno(13)". */
+static int parse_action(const char *s, enum fb_sc_action *a, int *e, bool *has_errno)
+{
+    *has_errno = false;
+    *e = EPERM;
+    if (!strcmp(s, "allow")) {
+        *a = FB_SC_ALLOW;
+        return 0;
+    }
+    if (!strcmp(s, "kill")) {
+        *a = FB_SC_KILL;
+        return 0;
+    }
+    if (!strcmp(s, "log")) {
+        *a = FB_SC_LOG;
+        return 0;
+    }
+    if (!strcmp(s, "errno")) {
+        *a = FB_SC_ERRNO;
+        return 0;
+    }
+    size_t n = strlen(s);
+    if (n > 7 && !strncmp(s, "errno(", 6) && s[n - 1] == ')') {
+        char buf[64];
+        if (n - 7 >= sizeof buf)
+            return -1;
+        memcpy(buf, s + 6, n - 7);
+        buf[n - 7] = 0;
+        int v = profile_errno_parse(buf);
+        if (v < 0)
+            return -1;
+        *a = FB_SC_ERRNO;
+        *e = v;
+        *has_errno = true;
+        return 0;
+    }
+    return -1;
+}
+
+/* A size: "512M", "unlimited" or a number of bytes. */
+static int get_size(struct ld *l, const char *path, json_t *j, int64_t *out)
+{
+    if (json_is_integer(j)) {
+        json_int_t v = json_integer_value(j);
+        if (v <= 0)
+            return perr(l, path, "expected a positive size, got %lld", (long long)v);
+        *out = v;
+        return 0;
+    }
+    if (!json_is_string(j))
+        return perr(l, path, "expected a size such as \"512M\", \"1G\" or \"unlimited\", got %s",
+                    jtype(j));
+    if (fb_parse_size(json_string_value(j), out) < 0)
+        return perr(l, path, "\"%s\" is not a size such as \"512M\", \"1G\" or \"unlimited\"",
+                    json_string_value(j));
+    return 0;
+}
+
+/* A positive count or "unlimited" (-1). */
+static int get_count(struct ld *l, const char *path, json_t *j, int64_t min, int64_t *out)
+{
+    if (json_is_string(j) && (!strcmp(json_string_value(j), "unlimited") ||
+                              !strcmp(json_string_value(j), "max"))) {
+        *out = -1;
+        return 0;
+    }
+    if (!json_is_integer(j))
+        return perr(l, path, "expected a number or \"unlimited\", got %s", jtype(j));
+    json_int_t v = json_integer_value(j);
+    if (v < min || v > (1 << 30))
+        return perr(l, path, "expected a number from %lld to %d, got %lld", (long long)min, 1 << 30,
+                    (long long)v);
+    *out = v;
+    return 0;
+}
+
+/* An argument value: integer (negative = two's complement) or a string:
+ * "0x5412", "42", "AF_INET", "CLONE_NEWNS|CLONE_NEWUSER". */
+static int get_value(struct ld *l, const char *path, json_t *j, uint64_t *out)
+{
+    if (json_is_integer(j)) {
+        *out = (uint64_t)json_integer_value(j);
+        return 0;
+    }
+    if (json_is_string(j)) {
+        const char *s = json_string_value(j);
+        if (*s == '-') {
+            char *end;
+            errno = 0;
+            long long v = strtoll(s, &end, 0);
+            if (!errno && !*end) {
+                *out = (uint64_t)v;
+                return 0;
+            }
+        } else if (seccomp_const_parse(s, out) == 0) {
+            return 0;
+        }
+        return perr(l, path, "\"%s\" is not a number or a known constant", s);
+    }
+    return perr(l, path, "expected an integer or a string, got %s", jtype(j));
+}
+
+/* A path inside the sandbox, normalised: absolute, no "..", not "/". */
+static char *inside_path(struct ld *l, const char *path, const char *s)
+{
+    if (s[0] != '/') {
+        perr(l, path, "\"%s\": the path inside the sandbox must be absolute", s);
+        return NULL;
+    }
+    char *out = fb_xmalloc(strlen(s) + 2);
+    size_t o = 0;
+    while (*s) {
+        while (*s == '/')
+            s++;
+        if (!*s)
+            break;
+        size_t n = strcspn(s, "/");
+        if (n == 1 && s[0] == '.') {
+            s += n;
+            continue;
+        }
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            free(out);
+            perr(l, path, "\"..\" is not allowed in sandbox paths");
+            return NULL;
+        }
+        out[o++] = '/';
+        memcpy(out + o, s, n);
+        o += n;
+        s += n;
+    }
+    if (!o) {
+        free(out);
+        perr(l, path, "cannot mount over the sandbox root");
+        return NULL;
+    }
+    out[o] = 0;
+    return out;
+}
+
+/* ---- sections ---- */
+
+/* ro_bind / bind: "SRC", "SRC:DST" or {"src", "dst", "optional", "comment"}. */
+static int apply_binds(struct ld *l, struct fb_policy *p, json_t *arr, const char *path,
+                       enum fb_mount_kind kind)
+{
+    if (want_type(l, path, arr, JSON_ARRAY, "an array") < 0)
+        return -1;
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        char ip[256];
+        idx_path(ip, sizeof ip, path, i);
+        cleanup_free char *src = NULL;
+        cleanup_free char *dst = NULL;
+        bool optional = false;
+        if (json_is_string(e)) {
+            src = fb_xstrdup(json_string_value(e));
+            char *colon = strchr(src, ':');
+            if (colon) {
+                *colon = 0;
+                dst = fb_xstrdup(colon + 1);
+            }
+        } else if (json_is_object(e)) {
+            static const char *const keys[] = {"src", "dst", "optional", "comment", NULL};
+            if (check_keys(l, ip, e, keys) < 0 || get_comment(l, ip, e, NULL) < 0)
+                return -1;
+            json_t *js = json_object_get(e, "src"), *jd = json_object_get(e, "dst"),
+                   *jo = json_object_get(e, "optional");
+            char sp[256];
+            key_path(sp, sizeof sp, ip, "src");
+            if (!js)
+                return perr(l, sp, "missing");
+            if (want_type(l, sp, js, JSON_STRING, "a string") < 0)
+                return -1;
+            src = fb_xstrdup(json_string_value(js));
+            if (jd) {
+                key_path(sp, sizeof sp, ip, "dst");
+                if (want_type(l, sp, jd, JSON_STRING, "a string") < 0)
+                    return -1;
+                dst = fb_xstrdup(json_string_value(jd));
+            }
+            if (jo) {
+                key_path(sp, sizeof sp, ip, "optional");
+                if (want_type(l, sp, jo, JSON_TRUE, "true or false") < 0)
+                    return -1;
+                optional = json_is_true(jo);
+            }
+        } else {
+            return perr(l, ip, "expected \"SRC[:DST]\" or an object, got %s", jtype(e));
+        }
+        if (!*src)
+            return perr(l, ip, "empty source path");
+        /* A relative source is relative to the profile file. */
+        cleanup_free char *full = NULL;
+        if (src[0] != '/') {
+            if (!l->dir)
+                return perr(l, ip, "\"%s\": the source must be an absolute path", src);
+            full = fb_xasprintf("%s/%s", l->dir, src);
+        } else {
+            full = fb_xstrdup(src);
+        }
+        char real[PATH_MAX];
+        if (!realpath(full, real)) {
+            if (!optional || errno != ENOENT)
+                return perr(l, ip, "%s: %s", src, strerror(errno));
+            snprintf(real, sizeof real, "%s", full);
+        }
+        cleanup_free char *d = inside_path(l, ip, dst ? dst : real);
+        if (!d)
+            return -1;
+        policy_add_mount(p, kind, real, d, 0);
+        p->mounts[p->nmounts - 1].optional = optional;
+    }
+    return 0;
+}
+
+static int apply_tmpfs(struct ld *l, struct fb_policy *p, json_t *arr, const char *path)
+{
+    if (want_type(l, path, arr, JSON_ARRAY, "an array") < 0)
+        return -1;
+    size_t i;
+    json_t *e;
+    json_array_foreach(arr, i, e) {
+        char ip[256];
+        idx_path(ip, sizeof ip, path, i);
+        cleanup_free char *dst = NULL;
+        int64_t size = 0;
+        if (json_is_string(e)) {
+            dst = fb_xstrdup(json_string_value(e));
+            char *colon = strchr(dst, ':');
+            if (colon) {
+                *colon = 0;
+                if (fb_parse_size(colon + 1, &size) < 0 || size < 0)
+                    return perr(l, ip, "bad size \"%s\" (e.g. 64M)", colon + 1);
+            }
+        } else if (json_is_object(e)) {
+            static const char *const keys[] = {"dst", "size", "comment", NULL};
+            if (check_keys(l, ip, e, keys) < 0 || get_comment(l, ip, e, NULL) < 0)
+                return -1;
+            json_t *jd = json_object_get(e, "dst"), *jz = json_object_get(e, "size");
+            char sp[256];
+            key_path(sp, sizeof sp, ip, "dst");
+            if (!jd)
+                return perr(l, sp, "missing");
+            if (want_type(l, sp, jd, JSON_STRING, "a string") < 0)
+                return -1;
+            dst = fb_xstrdup(json_string_value(jd));
+            if (jz) {
+                key_path(sp, sizeof sp, ip, "size");
+                if (get_size(l, sp, jz, &size) < 0)
+                    return -1;
+                if (size < 0)
+                    return perr(l, sp, "a tmpfs needs a size (\"unlimited\" is not one)");
+            }
+        } else {
+            return perr(l, ip, "expected \"DST[:SIZE]\" or an object, got %s", jtype(e));
+        }
+        cleanup_free char *d = inside_path(l, ip, dst);
+        if (!d)
+            return -1;
+        policy_add_mount(p, FB_MNT_TMPFS, NULL, d, size);
+    }
+    return 0;
+}
+
+static int apply_filesystem(struct ld *l, struct fb_policy *p, json_t *fs)
+{
+    const char *path = "filesystem";
+    static const char *const keys[] = {"ro_bind", "bind", "tmpfs", "hide", "workspace_readonly",
+                                       "bind_interpreter", "comment", NULL};
+    if (want_type(l, path, fs, JSON_OBJECT, "an object") < 0 || check_keys(l, path, fs, keys) < 0 ||
+        get_comment(l, path, fs, NULL) < 0)
+        return -1;
+    json_t *j;
+    if ((j = json_object_get(fs, "ro_bind")) &&
+        apply_binds(l, p, j, "filesystem.ro_bind", FB_MNT_RO_BIND) < 0)
+        return -1;
+    if ((j = json_object_get(fs, "bind")) && apply_binds(l, p, j, "filesystem.bind", FB_MNT_BIND) < 0)
+        return -1;
+    if ((j = json_object_get(fs, "tmpfs")) && apply_tmpfs(l, p, j, "filesystem.tmpfs") < 0)
+        return -1;
+    if ((j = json_object_get(fs, "hide"))) {
+        if (want_type(l, "filesystem.hide", j, JSON_ARRAY, "an array of paths") < 0)
+            return -1;
+        size_t i;
+        json_t *e;
+        json_array_foreach(j, i, e) {
+            char ip[256];
+            idx_path(ip, sizeof ip, "filesystem.hide", i);
+            if (want_type(l, ip, e, JSON_STRING, "a path") < 0)
+                return -1;
+            cleanup_free char *d = inside_path(l, ip, json_string_value(e));
+            if (!d)
+                return -1;
+            policy_add_mount(p, FB_MNT_HIDE, NULL, d, 0);
+        }
+    }
+    if ((j = json_object_get(fs, "workspace_readonly"))) {
+        if (want_type(l, "filesystem.workspace_readonly", j, JSON_TRUE, "true or false") < 0)
+            return -1;
+        p->workspace_ro = json_is_true(j);
+    }
+    if ((j = json_object_get(fs, "bind_interpreter"))) {
+        if (want_type(l, "filesystem.bind_interpreter", j, JSON_TRUE, "true or false") < 0)
+            return -1;
+        p->bind_interpreter = json_is_true(j);
+    }
+    return 0;
+}
+
+static bool valid_env_name(const char *k)
+{
+    if (!*k || (*k >= '0' && *k <= '9'))
+        return false;
+    for (const char *c = k; *c; c++)
+        if (!((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+              *c == '_'))
+            return false;
+    return true;
+}
+
+static int apply_environment(struct ld *l, struct fb_policy *p, json_t *env)
+{
+    static const char *const keys[] = {"set", "pass", "comment", NULL};
+    if (want_type(l, "environment", env, JSON_OBJECT, "an object") < 0 ||
+        check_keys(l, "environment", env, keys) < 0 || get_comment(l, "environment", env, NULL) < 0)
+        return -1;
+    json_t *set = json_object_get(env, "set"), *pass = json_object_get(env, "pass");
+    if (set) {
+        if (want_type(l, "environment.set", set, JSON_OBJECT, "an object of NAME: value") < 0)
+            return -1;
+        const char *k;
+        json_t *v;
+        json_object_foreach(set, k, v) {
+            char sp[256];
+            key_path(sp, sizeof sp, "environment.set", k);
+            if (!valid_env_name(k))
+                return perr(l, sp, "not a valid variable name");
+            if (want_type(l, sp, v, JSON_STRING, "a string") < 0)
+                return -1;
+            cleanup_free char *kv = fb_xasprintf("%s=%s", k, json_string_value(v));
+            policy_add_env_set(p, kv);
+        }
+    }
+    if (pass) {
+        if (want_type(l, "environment.pass", pass, JSON_ARRAY, "an array of names") < 0)
+            return -1;
+        size_t i;
+        json_t *e;
+        json_array_foreach(pass, i, e) {
+            char ip[256];
+            idx_path(ip, sizeof ip, "environment.pass", i);
+            if (want_type(l, ip, e, JSON_STRING, "a variable name") < 0)
+                return -1;
+            if (!valid_env_name(json_string_value(e)))
+                return perr(l, ip, "\"%s\" is not a valid variable name", json_string_value(e));
+            policy_add_env_pass(p, json_string_value(e));
+        }
+    }
+    return 0;
+}
+
+static int apply_limits(struct ld *l, struct fb_policy *p, json_t *lim)
+{
+    static const char *const keys[] = {"memory", "cpus", "pids", "disk", "timeout", "nofile",
+                                       "fsize", "require", "comment", NULL};
+    if (want_type(l, "limits", lim, JSON_OBJECT, "an object") < 0 ||
+        check_keys(l, "limits", lim, keys) < 0 || get_comment(l, "limits", lim, NULL) < 0)
+        return -1;
+    json_t *j;
+    if ((j = json_object_get(lim, "memory"))) {
+        if (get_size(l, "limits.memory", j, &p->limits.mem) < 0)
+            return -1;
+        if (p->limits.mem > 0 && p->limits.mem < 4 * 1024 * 1024)
+            return perr(l, "limits.memory", "too small (at least 4M)");
+    }
+    if ((j = json_object_get(lim, "cpus"))) {
+        if (json_is_string(j) && !strcmp(json_string_value(j), "unlimited")) {
+            p->limits.cpus = 0;
+        } else {
+            if (!json_is_number(j))
+                return perr(l, "limits.cpus", "expected a number of CPUs or \"unlimited\", got %s",
+                            jtype(j));
+            double c = json_number_value(j);
+            if (!(c >= 0.01) || c > 4096)
+                return perr(l, "limits.cpus", "expected a number of CPUs from 0.01 to 4096");
+            p->limits.cpus = c;
+        }
+    }
+    if ((j = json_object_get(lim, "pids")) && get_count(l, "limits.pids", j, 1, &p->limits.pids) < 0)
+        return -1;
+    if ((j = json_object_get(lim, "nofile")) &&
+        get_count(l, "limits.nofile", j, 16, &p->limits.nofile) < 0)
+        return -1;
+    if ((j = json_object_get(lim, "disk")) && get_size(l, "limits.disk", j, &p->limits.disk) < 0)
+        return -1;
+    if ((j = json_object_get(lim, "fsize")) && get_size(l, "limits.fsize", j, &p->limits.fsize) < 0)
+        return -1;
+    if ((j = json_object_get(lim, "timeout"))) {
+        if (json_is_integer(j) && json_integer_value(j) > 0 &&
+            json_integer_value(j) < (json_int_t)9e12) {
+            p->limits.timeout_ms = json_integer_value(j) * 1000;
+        } else if (!json_is_string(j) ||
+                   fb_parse_duration_ms(json_string_value(j), &p->limits.timeout_ms) < 0) {
+            return perr(l, "limits.timeout",
+                        "expected a duration such as \"30s\", \"5m\" or \"none\", got %s",
+                        jtype(j));
+        }
+    }
+    if ((j = json_object_get(lim, "require"))) {
+        if (want_type(l, "limits.require", j, JSON_TRUE, "true or false") < 0)
+            return -1;
+        p->limits.require = json_is_true(j);
+    }
+    return 0;
+}
+
+static int apply_network(struct ld *l, struct fb_policy *p, json_t *net)
+{
+    static const char *const keys[] = {"mode", "allow", "host_allowed", "comment", NULL};
+    if (want_type(l, "network", net, JSON_OBJECT, "an object") < 0 ||
+        check_keys(l, "network", net, keys) < 0 || get_comment(l, "network", net, NULL) < 0)
+        return -1;
+    json_t *j;
+    if ((j = json_object_get(net, "host_allowed"))) {
+        if (want_type(l, "network.host_allowed", j, JSON_TRUE, "true or false") < 0)
+            return -1;
+        p->net_host_allowed = json_is_true(j);
+    }
+    if ((j = json_object_get(net, "mode"))) {
+        const char *m = json_is_string(j) ? json_string_value(j) : "";
+        if (!strcmp(m, "none"))
+            p->net = FB_NET_NONE;
+        else if (!strcmp(m, "allow"))
+            p->net = FB_NET_ALLOW;
+        else if (!strcmp(m, "host"))
+            p->net = FB_NET_HOST;
+        else
+            return perr(l, "network.mode", "expected \"none\", \"allow\" or \"host\"");
+    }
+    if ((j = json_object_get(net, "allow"))) {
+        if (want_type(l, "network.allow", j, JSON_ARRAY, "an array of host patterns") < 0)
+            return -1;
+        size_t i;
+        json_t *e;
+        json_array_foreach(j, i, e) {
+            char ip[256];
+            idx_path(ip, sizeof ip, "network.allow", i);
+            if (want_type(l, ip, e, JSON_STRING, "a host pattern such as \"*.pypi.org:443\"") < 0)
+                return -1;
+            struct fb_err e2 = {0};
+            if (policy_add_allow(p, json_string_value(e), &e2) < 0) {
+                /* "--allow-net PATTERN: why" -> "why" */
+                const char *why = strstr(e2.msg, ": ");
+                return perr(l, ip, "%s", why ? why + 2 : e2.msg);
+            }
+        }
+    }
+    if (p->net == FB_NET_HOST && !p->net_host_allowed)
+        return perr(l, "network.mode", "\"host\" needs \"host_allowed\": true");
+    if (p->net == FB_NET_HOST && p->nallow)
+        return perr(l, "network.allow", "an allowlist cannot be combined with \"mode\": \"host\"");
+    if (p->net == FB_NET_NONE && p->nallow)
+        return perr(l, "network.allow", "an allowlist needs \"mode\": \"allow\"");
+    return 0;
+}
+
+static int apply_namespaces(struct ld *l, struct fb_policy *p, json_t *ns)
+{
+    static const struct {
+        const char *key;
+        unsigned bit;
+    } map[] = {{"pid", FB_NS_PID}, {"ipc", FB_NS_IPC}, {"uts", FB_NS_UTS}, {"cgroup", FB_NS_CGROUP}};
+    if (want_type(l, "namespaces", ns, JSON_OBJECT, "an object") < 0)
+        return -1;
+    const char *k;
+    json_t *v;
+    json_object_foreach(ns, k, v) {
+        char sp[256];
+        key_path(sp, sizeof sp, "namespaces", k);
+        if (!strcmp(k, "comment"))
+            continue;
+        if (!strcmp(k, "user") || !strcmp(k, "mount"))
+            return perr(l, sp, "the %s namespace is always created and cannot be turned off", k);
+        if (!strcmp(k, "net") || !strcmp(k, "network"))
+            return perr(l, sp, "set \"network\": {\"mode\": \"host\"} to share the host network");
+        size_t i;
+        for (i = 0; i < FB_ARRAY_LEN(map); i++)
+            if (!strcmp(map[i].key, k))
+                break;
+        if (i == FB_ARRAY_LEN(map))
+            return perr(l, sp, "unknown key (expected one of: pid, ipc, uts, cgroup, comment)");
+        if (want_type(l, sp, v, JSON_TRUE, "true or false") < 0)
+            return -1;
+        if (json_is_true(v))
+            p->namespaces |= map[i].bit;
+        else
+            p->namespaces &= ~map[i].bit;
+    }
+    return get_comment(l, "namespaces", ns, NULL);
+}
+
+/* One argument condition. */
+static int parse_cond(struct ld *l, const char *path, json_t *j, const char *syscall,
+                      struct fb_sc_arg *a)
+{
+    static const char *const keys[] = {"index", "op", "value", "mask", "comment", NULL};
+    if (want_type(l, path, j, JSON_OBJECT, "an object {\"index\", \"op\", \"value\"}") < 0 ||
+        check_keys(l, path, j, keys) < 0 || get_comment(l, path, j, NULL) < 0)
+        return -1;
+    char sp[256];
+    json_t *ji = json_object_get(j, "index"), *jo = json_object_get(j, "op"),
+           *jv = json_object_get(j, "value"), *jm = json_object_get(j, "mask");
+    key_path(sp, sizeof sp, path, "index");
+    if (!ji)
+        return perr(l, sp, "missing");
+    if (!json_is_integer(ji) || json_integer_value(ji) < 0 || json_integer_value(ji) > 5)
+        return perr(l, sp, "expected an argument index from 0 to 5");
+    a->index = (unsigned)json_integer_value(ji);
+    static const struct {
+        const char *name;
+        enum fb_sc_op op;
+    } ops[] = {{"eq", FB_SC_EQ}, {"ne", FB_SC_NE}, {"lt", FB_SC_LT}, {"le", FB_SC_LE},
+               {"gt", FB_SC_GT}, {"ge", FB_SC_GE}, {"masked_eq", FB_SC_MASKED_EQ}};
+    key_path(sp, sizeof sp, path, "op");
+    a->op = FB_SC_EQ;
+    if (jo) {
+        size_t i;
+        for (i = 0; i < FB_ARRAY_LEN(ops); i++)
+            if (json_is_string(jo) && !strcmp(json_string_value(jo), ops[i].name))
+                break;
+        if (i == FB_ARRAY_LEN(ops))
+            return perr(l, sp, "expected one of eq, ne, lt, le, gt, ge, masked_eq");
+        a->op = ops[i].op;
+    }
+    key_path(sp, sizeof sp, path, "value");
+    if (!jv)
+        return perr(l, sp, "missing");
+    if (get_value(l, sp, jv, &a->value) < 0)
+        return -1;
+    bool is32 = seccomp_arg_is32(syscall, a->index);
+    /* A negative 32-bit value may be written sign-extended (-1). */
+    if (is32 && (a->value >> 32) == 0xffffffffu && (a->value & 0x80000000u))
+        a->value &= 0xffffffffu;
+    if (is32 && (a->value >> 32))
+        return perr(l, sp, "0x%llx does not fit argument %u of %s, which is 32 bits",
+                    (unsigned long long)a->value, a->index, syscall);
+    a->mask = 0;
+    key_path(sp, sizeof sp, path, "mask");
+    if (a->op == FB_SC_MASKED_EQ) {
+        if (!jm)
+            return perr(l, sp, "missing (\"masked_eq\" compares (argument & mask) with value)");
+        if (get_value(l, sp, jm, &a->mask) < 0)
+            return -1;
+        if (is32 && (a->mask >> 32) == 0xffffffffu && (a->mask & 0x80000000u))
+            a->mask &= 0xffffffffu;
+        if (is32 && (a->mask >> 32))
+            return perr(l, sp, "does not fit argument %u of %s, which is 32 bits", a->index, syscall);
+        if (a->value & ~a->mask)
+            return perr(l, path, "value has bits outside mask: the condition could never hold");
+    } else if (jm) {
+        return perr(l, sp, "only \"masked_eq\" takes a mask");
+    }
+    return 0;
+}
+
+static void rules_free(struct fb_sc_rule *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].name);
+        free(r[i].comment);
+    }
+    free(r);
+}
+
+/* A rule: {"name" | "names", "action", "errno", "args", "comment"}; one
+ * fb_sc_rule per name, appended to *out. */
+static int parse_rule(struct ld *l, const char *path, json_t *j, struct fb_sc_rule **out,
+                      size_t *nout)
+{
+    static const char *const keys[] = {"name", "names", "action", "errno", "args", "comment", NULL};
+    if (want_type(l, path, j, JSON_OBJECT, "an object {\"name\", \"action\"}") < 0 ||
+        check_keys(l, path, j, keys) < 0)
+        return -1;
+    char sp[256];
+    struct fb_sc_rule r;
+    memset(&r, 0, sizeof r);
+    json_t *jn = json_object_get(j, "name"), *jns = json_object_get(j, "names"),
+           *ja = json_object_get(j, "action"), *je = json_object_get(j, "errno"),
+           *jargs = json_object_get(j, "args");
+    key_path(sp, sizeof sp, path, "action");
+    if (!ja)
+        return perr(l, sp, "missing");
+    bool has_errno;
+    if (!json_is_string(ja) ||
+        parse_action(json_string_value(ja), &r.action, &r.errno_val, &has_errno) < 0)
+        return perr(l, sp, "expected \"allow\", \"errno\", \"errno(ENAME)\", \"kill\" or \"log\"%s%s%s",
+                    json_is_string(ja) ? ", got \"" : "", json_is_string(ja) ? json_string_value(ja) : "",
+                    json_is_string(ja) ? "\"" : "");
+    key_path(sp, sizeof sp, path, "errno");
+    if (je) {
+        if (r.action != FB_SC_ERRNO)
+            return perr(l, sp, "only the \"errno\" action takes an errno");
+        if (has_errno)
+            return perr(l, sp, "the errno is already given in \"action\"");
+        int v = json_is_string(je) ? profile_errno_parse(json_string_value(je))
+                : json_is_integer(je) && json_integer_value(je) > 0 && json_integer_value(je) < 4096
+                    ? (int)json_integer_value(je)
+                    : -1;
+        if (v < 0)
+            return perr(l, sp, "expected an errno name such as \"EPERM\" or a number from 1 to 4095");
+        r.errno_val = v;
+    }
+    if (jargs) {
+        key_path(sp, sizeof sp, path, "args");
+        if (want_type(l, sp, jargs, JSON_ARRAY, "an array of conditions") < 0)
+            return -1;
+        if (json_array_size(jargs) > 6)
+            return perr(l, sp, "at most 6 conditions");
+    }
+    /* The names. */
+    if (jn && jns)
+        return perr(l, path, "give \"name\" or \"names\", not both");
+    if (!jn && !jns) {
+        key_path(sp, sizeof sp, path, "name");
+        return perr(l, sp, "missing");
+    }
+    json_t *names = jns;
+    json_t *one = NULL;
+    if (jn) {
+        one = json_array();
+        json_array_append(one, jn);
+        names = one;
+    } else {
+        key_path(sp, sizeof sp, path, "names");
+        if (want_type(l, sp, jns, JSON_ARRAY, "an array of syscall names") < 0)
+            return -1;
+        if (!json_array_size(jns))
+            return perr(l, sp, "empty");
+    }
+    char *comment = NULL;
+    if (get_comment(l, path, j, &comment) < 0) {
+        json_decref(one);
+        return -1;
+    }
+    size_t i;
+    json_t *e;
+    int rc = 0;
+    json_array_foreach(names, i, e) {
+        if (jn)
+            key_path(sp, sizeof sp, path, "name");
+        else {
+            char np[256];
+            key_path(np, sizeof np, path, "names");
+            idx_path(sp, sizeof sp, np, i);
+        }
+        if (!json_is_string(e)) {
+            rc = perr(l, sp, "expected a syscall name, got %s", jtype(e));
+            break;
+        }
+        const char *name = json_string_value(e);
+        if (seccomp_syscall_nr(name) == -1) {
+            rc = perr(l, sp, "unknown syscall \"%s\"", name);
+            break;
+        }
+        struct fb_sc_rule rr = r;
+        if (jargs) {
+            size_t k;
+            json_t *c;
+            json_array_foreach(jargs, k, c) {
+                char ap[256], cp[256];
+                key_path(ap, sizeof ap, path, "args");
+                idx_path(cp, sizeof cp, ap, k);
+                if (parse_cond(l, cp, c, name, &rr.args[k]) < 0) {
+                    rc = -1;
+                    break;
+                }
+            }
+            if (rc < 0)
+                break;
+            rr.nargs = (unsigned)json_array_size(jargs);
+        }
+        rr.name = fb_xstrdup(name);
+        rr.comment = comment ? fb_xstrdup(comment) : NULL;
+        *out = fb_xrealloc(*out, (*nout + 1) * sizeof **out);
+        (*out)[(*nout)++] = rr;
+    }
+    free(comment);
+    json_decref(one);
+    return rc;
+}
+
+static int apply_seccomp(struct ld *l, struct fb_policy *p, json_t *sc)
+{
+    static const char *const keys[] = {"default", "rules", "comment", NULL};
+    if (want_type(l, "seccomp", sc, JSON_OBJECT, "an object") < 0 ||
+        check_keys(l, "seccomp", sc, keys) < 0 || get_comment(l, "seccomp", sc, NULL) < 0)
+        return -1;
+    json_t *jd = json_object_get(sc, "default"), *jr = json_object_get(sc, "rules");
+    if (jd) {
+        bool has;
+        enum fb_sc_action a;
+        int e;
+        if (!json_is_string(jd) || parse_action(json_string_value(jd), &a, &e, &has) < 0)
+            return perr(l, "seccomp.default",
+                        "expected \"allow\", \"errno\", \"errno(ENAME)\", \"kill\" or \"log\"");
+        p->seccomp.default_action = a;
+        p->seccomp.default_errno = e;
+    }
+    if (!jr)
+        return 0;
+    if (want_type(l, "seccomp.rules", jr, JSON_ARRAY, "an array of rules") < 0)
+        return -1;
+    struct fb_sc_rule *mine = NULL;
+    size_t n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(jr, i, e) {
+        char ip[256];
+        idx_path(ip, sizeof ip, "seccomp.rules", i);
+        if (parse_rule(l, ip, e, &mine, &n) < 0) {
+            rules_free(mine, n);
+            return -1;
+        }
+    }
+    /* This profile's rules first: the first match decides. */
+    struct fb_sc_rule *all = fb_xcalloc(n + p->seccomp.nrules + 1, sizeof *all);
+    if (n)
+        memcpy(all, mine, n * sizeof *all);
+    if (p->seccomp.nrules)
+        memcpy(all + n, p->seccomp.rules, p->seccomp.nrules * sizeof *all);
+    free(mine);
+    free(p->seccomp.rules);
+    p->seccomp.rules = all;
+    p->seccomp.nrules += n;
+    return 0;
+}
+
+/* ---- loading ---- */
+
+static int load_ref(struct ld *parent, struct fb_policy *p, const char *ref, const char *path);
+
+static int apply_root(struct ld *l, struct fb_policy *p, json_t *root)
+{
+    static const char *const keys[] = {"name", "description", "comment", "extends", "filesystem",
+                                       "environment", "limits", "network", "namespaces", "uid",
+                                       "gid", "hostname", "seccomp", NULL};
+    if (!json_is_object(root))
+        return perr(l, NULL, "a profile is a JSON object, got %s", jtype(root));
+    if (check_keys(l, "", root, keys) < 0 || get_comment(l, "", root, NULL) < 0)
+        return -1;
+    json_t *j;
+    if ((j = json_object_get(root, "extends"))) {
+        if (!json_is_string(j) || !*json_string_value(j))
+            return perr(l, "extends", "expected the name of a built-in profile or a file, got %s",
+                        jtype(j));
+        if (load_ref(l, p, json_string_value(j), "extends") < 0)
+            return -1;
+    }
+    if ((j = json_object_get(root, "name"))) {
+        if (want_type(l, "name", j, JSON_STRING, "a string") < 0)
+            return -1;
+    }
+    if ((j = json_object_get(root, "description"))) {
+        if (want_type(l, "description", j, JSON_STRING, "a string") < 0)
+            return -1;
+        free(p->description);
+        p->description = fb_xstrdup(json_string_value(j));
+    }
+    if ((j = json_object_get(root, "filesystem")) && apply_filesystem(l, p, j) < 0)
+        return -1;
+    if ((j = json_object_get(root, "environment")) && apply_environment(l, p, j) < 0)
+        return -1;
+    if ((j = json_object_get(root, "limits")) && apply_limits(l, p, j) < 0)
+        return -1;
+    if ((j = json_object_get(root, "network")) && apply_network(l, p, j) < 0)
+        return -1;
+    if ((j = json_object_get(root, "namespaces")) && apply_namespaces(l, p, j) < 0)
+        return -1;
+    static const char *const ids[] = {"uid", "gid"};
+    for (size_t i = 0; i < 2; i++) {
+        if (!(j = json_object_get(root, ids[i])))
+            continue;
+        if (!json_is_integer(j) || json_integer_value(j) < 0 ||
+            json_integer_value(j) >= 4294967295LL)
+            return perr(l, ids[i], "expected a numeric id from 0 to 4294967294");
+        if (i == 0)
+            p->uid = (uid_t)json_integer_value(j);
+        else
+            p->gid = (gid_t)json_integer_value(j);
+    }
+    if ((j = json_object_get(root, "hostname"))) {
+        if (want_type(l, "hostname", j, JSON_STRING, "a string") < 0)
+            return -1;
+        const char *h = json_string_value(j);
+        size_t n = strlen(h);
+        if (n < 1 || n > 64 || strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789.-") != n)
+            return perr(l, "hostname", "1 to 64 letters, digits, '.' or '-'");
+        free(p->hostname);
+        p->hostname = fb_xstrdup(h);
+        if (!(p->namespaces & FB_NS_UTS))
+            return perr(l, "hostname", "needs the uts namespace (\"namespaces\": {\"uts\": true})");
+    }
+    if ((j = json_object_get(root, "seccomp")) && apply_seccomp(l, p, j) < 0)
+        return -1;
+    return 0;
+}
+
+static int load_json_text(struct ld *l, struct fb_policy *p, const char *text, size_t len)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return fb_errf(l->err, FB_EXIT_SETUP, "%s:%d:%d: invalid JSON: %s", l->label, je.line,
+                       je.column, je.text);
+    int rc = apply_root(l, p, root);
+    json_decref(root);
+    return rc;
+}
+
+static char *read_profile_file(struct ld *l, const char *path, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        perr(l, NULL, "%s", strerror(errno));
+        return NULL;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > MAX_FILE) {
+        close(fd);
+        perr(l, NULL, "%s", S_ISREG(st.st_mode) ? "larger than 1 MiB" : "not a regular file");
+        return NULL;
+    }
+    char *buf = fb_xmalloc((size_t)st.st_size + 1);
+    ssize_t n = fb_read_full(fd, buf, (size_t)st.st_size);
+    close(fd);
+    if (n < 0) {
+        free(buf);
+        perr(l, NULL, "%s", strerror(errno));
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = (size_t)n;
+    return buf;
+}
+
+static bool is_file_ref(const char *ref)
+{
+    size_t n = strlen(ref);
+    return strchr(ref, '/') || (n > 5 && !strcmp(ref + n - 5, ".json"));
+}
+
+static void ld_free(struct ld *l)
+{
+    free(l->dir);
+}
+
+/* Load ref (a built-in name or a file, relative to parent's directory) into
+ * p. parent is NULL for the top level; path is where ref was written. */
+static int load_ref(struct ld *parent, struct fb_policy *p, const char *ref, const char *path)
+{
+    struct ld l = {.err = parent->err, .files_ok = parent->files_ok, .chain = parent->chain,
+                   .labels = parent->labels, .nchain = parent->nchain};
+    char ident[PATH_MAX + 16];
+    cleanup_free char *label = NULL;
+    cleanup_free char *text = NULL;
+    size_t len = 0;
+    const char *btext = NULL;
+
+    if (!is_file_ref(ref)) {
+        btext = builtin_json(ref);
+        if (!btext) {
+            const char *const *names = profile_builtin_names();
+            char list[200] = "";
+            size_t o = 0;
+            for (size_t i = 0; names[i]; i++)
+                o += (size_t)snprintf(list + o, o < sizeof list ? sizeof list - o : 0, "%s%s",
+                                      i ? ", " : "", names[i]);
+            if (parent->label)
+                return perr(parent, path, "\"%s\": no such built-in profile (built-in: %s; a file "
+                                          "name needs a '/' or .json)", ref, list);
+            return fb_errf(parent->err, FB_EXIT_SETUP,
+                           "%s: no such built-in profile (built-in: %s; a file name needs a '/' or "
+                           ".json)", ref, list);
+        }
+        snprintf(ident, sizeof ident, "builtin:%s", ref);
+        label = fb_xstrdup(ref);
+    } else {
+        if (!parent->files_ok)
+            return perr(parent, path, "\"%s\": only built-in profiles can be extended here", ref);
+        if (ref[0] != '/' && parent->dir)
+            label = fb_xasprintf("%s/%s", parent->dir, ref);
+        else
+            label = fb_xstrdup(ref);
+        char real[PATH_MAX];
+        if (!realpath(label, real)) {
+            int e = errno;
+            if (parent->label)
+                return perr(parent, path, "\"%s\": %s", ref, strerror(e));
+            return fb_errf(parent->err, FB_EXIT_SETUP, "%s: %s", ref, strerror(e));
+        }
+        snprintf(ident, sizeof ident, "file:%s", real);
+        char *slash = strrchr(label, '/');
+        l.dir = slash ? fb_xstrndup(label, slash == label ? 1 : (size_t)(slash - label))
+                      : fb_xstrdup(".");
+    }
+    l.label = label;
+
+    /* Cycles. */
+    for (size_t i = 0; i < parent->nchain; i++) {
+        if (strcmp(parent->chain[i], ident))
+            continue;
+        char msg[400];
+        size_t o = 0;
+        msg[0] = 0;
+        for (size_t k = i; k < parent->nchain; k++)
+            o += (size_t)snprintf(msg + o, o < sizeof msg ? sizeof msg - o : 0, "%s -> ",
+                                  parent->labels[k]);
+        snprintf(msg + o, o < sizeof msg ? sizeof msg - o : 0, "%s", label);
+        ld_free(&l);
+        return perr(parent, path, "\"extends\" makes a cycle: %s", msg);
+    }
+    if (parent->nchain >= MAX_DEPTH) {
+        ld_free(&l);
+        return perr(parent, path, "profiles extend each other more than %d deep", MAX_DEPTH);
+    }
+    char *chain[MAX_DEPTH + 1], *labels[MAX_DEPTH + 1];
+    for (size_t i = 0; i < parent->nchain; i++) {
+        chain[i] = parent->chain[i];
+        labels[i] = parent->labels[i];
+    }
+    chain[parent->nchain] = ident;
+    labels[parent->nchain] = label;
+    l.chain = chain;
+    l.labels = labels;
+    l.nchain = parent->nchain + 1;
+
+    if (!btext) {
+        text = read_profile_file(&l, label, &len);
+        if (!text) {
+            ld_free(&l);
+            return -1;
+        }
+    }
+    int rc = btext ? load_json_text(&l, p, btext, strlen(btext)) : load_json_text(&l, p, text, len);
+    ld_free(&l);
+    if (rc < 0)
+        return -1;
+    /* Remember what was extended, for show and the report. */
+    if (parent->label) {
+        char *old = p->profile_extends;
+        p->profile_extends = old ? fb_xasprintf("%s < %s", label, old) : fb_xstrdup(label);
+        free(old);
+    }
+    return 0;
+}
+
+static void set_name(struct fb_policy *p, const char *name)
+{
+    free(p->profile_name);
+    p->profile_name = fb_xstrdup(name);
+}
+
+int profile_load(struct fb_policy *p, const char *name_or_path, struct fb_err *err)
+{
+    struct ld top = {.err = err, .files_ok = true};
+    free(p->profile_extends);
+    p->profile_extends = NULL;
+    if (load_ref(&top, p, name_or_path, NULL) < 0)
+        return -1;
+    set_name(p, name_or_path);
+    /* Files are checked as a whole; the built-in ones are tested. */
+    if (is_file_ref(name_or_path) && seccomp_validate(p, err) < 0) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return fb_errf(err, FB_EXIT_SETUP, "%s: %s", name_or_path, msg);
+    }
+    return 0;
+}
+
+int profile_load_text(struct fb_policy *p, const char *label, const char *text, size_t len,
+                      struct fb_err *err)
+{
+    struct ld l = {.label = label, .err = err, .files_ok = false};
+    char ident[64];
+    snprintf(ident, sizeof ident, "text:%s", label);
+    char *chain[1] = {ident}, *labels[1] = {(char *)label};
+    l.chain = chain;
+    l.labels = labels;
+    l.nchain = 1;
+    if (load_json_text(&l, p, text, len) < 0)
+        return -1;
+    set_name(p, label);
+    if (seccomp_validate(p, err) < 0) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        return fb_errf(err, FB_EXIT_SETUP, "%s: %s", label, msg);
+    }
+    return 0;
+}
+
+/* ---- the effective policy as a profile ---- */
+
+static json_t *size_json(int64_t v)
+{
+    if (v < 0)
+        return json_string("unlimited");
+    static const struct {
+        char suffix;
+        int64_t mul;
+    } u[] = {{'T', 1LL << 40}, {'G', 1LL << 30}, {'M', 1LL << 20}, {'K', 1LL << 10}};
+    for (size_t i = 0; i < FB_ARRAY_LEN(u); i++)
+        if (v >= u[i].mul && v % u[i].mul == 0) {
+            char buf[32];
+            snprintf(buf, sizeof buf, "%lld%c", (long long)(v / u[i].mul), u[i].suffix);
+            return json_string(buf);
+        }
+    return json_integer(v);
+}
+
+static json_t *count_json(int64_t v) { return v < 0 ? json_string("unlimited") : json_integer(v); }
+
+static char *action_str(enum fb_sc_action a, int e)
+{
+    switch (a) {
+    case FB_SC_ALLOW: return fb_xstrdup("allow");
+    case FB_SC_KILL: return fb_xstrdup("kill");
+    case FB_SC_LOG: return fb_xstrdup("log");
+    case FB_SC_TRACE: return fb_xstrdup("trace");
+    case FB_SC_ERRNO: {
+        const char *n = strerrorname_np(e);
+        return n ? fb_xasprintf("errno(%s)", n) : fb_xasprintf("errno(%d)", e);
+    }
+    }
+    return fb_xstrdup("?");
+}
+
+static json_t *value_json(const char *syscall, unsigned idx, uint64_t v)
+{
+    const char *n = seccomp_const_name(syscall, idx, v);
+    if (n)
+        return json_string(n);
+    if (v <= 0xffff)
+        return json_integer((json_int_t)v);
+    char buf[24];
+    snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)v);
+    return json_string(buf);
+}
+
+static json_t *rule_args_json(const struct fb_sc_rule *r)
+{
+    static const char *const ops[] = {"eq", "ne", "lt", "le", "gt", "ge", "masked_eq"};
+    json_t *arr = json_array();
+    for (unsigned k = 0; k < r->nargs; k++) {
+        const struct fb_sc_arg *a = &r->args[k];
+        json_t *c = json_object();
+        json_object_set_new(c, "index", json_integer(a->index));
+        json_object_set_new(c, "op", json_string(ops[a->op <= FB_SC_MASKED_EQ ? a->op : 0]));
+        json_object_set_new(c, "value", value_json(r->name, a->index, a->value));
+        if (a->op == FB_SC_MASKED_EQ) {
+            char buf[24];
+            snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)a->mask);
+            json_object_set_new(c, "mask", json_string(buf));
+        }
+        json_array_append_new(arr, c);
+    }
+    return arr;
+}
+
+static bool same_group(const struct fb_sc_rule *a, const struct fb_sc_rule *b)
+{
+    return a->nargs == 0 && b->nargs == 0 && a->action == b->action &&
+           (a->action != FB_SC_ERRNO || a->errno_val == b->errno_val) &&
+           ((!a->comment && !b->comment) || (a->comment && b->comment && !strcmp(a->comment, b->comment)));
+}
+
+json_t *profile_rules_json(const struct fb_sc_rule *rules, size_t n)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n;) {
+        const struct fb_sc_rule *r = &rules[i];
+        size_t k = i + 1;
+        while (k < n && same_group(r, &rules[k]))
+            k++;
+        json_t *o = json_object();
+        if (k - i > 1) {
+            json_t *names = json_array();
+            for (size_t m = i; m < k; m++)
+                json_array_append_new(names, json_string(rules[m].name));
+            json_object_set_new(o, "names", names);
+        } else {
+            json_object_set_new(o, "name", json_string(r->name));
+        }
+        char *act = action_str(r->action, r->errno_val);
+        json_object_set_new(o, "action", json_string(act));
+        free(act);
+        if (r->nargs)
+            json_object_set_new(o, "args", rule_args_json(r));
+        if (r->comment)
+            json_object_set_new(o, "comment", json_string(r->comment));
+        json_array_append_new(arr, o);
+        i = k;
+    }
+    return arr;
+}
+
+static void mounts_json(const struct fb_policy *p, json_t *fs)
+{
+    json_t *ro = json_array(), *rw = json_array(), *tm = json_array(), *hide = json_array();
+    for (size_t i = 0; i < p->nmounts; i++) {
+        const struct fb_mount *m = &p->mounts[i];
+        json_t *o = json_object();
+        switch (m->kind) {
+        case FB_MNT_RO_BIND:
+        case FB_MNT_BIND:
+            json_object_set_new(o, "src", json_string(m->src));
+            json_object_set_new(o, "dst", json_string(m->dst));
+            if (m->optional)
+                json_object_set_new(o, "optional", json_true());
+            json_array_append_new(m->kind == FB_MNT_BIND ? rw : ro, o);
+            break;
+        case FB_MNT_TMPFS:
+            json_object_set_new(o, "dst", json_string(m->dst));
+            if (m->size > 0)
+                json_object_set_new(o, "size", size_json(m->size));
+            json_array_append_new(tm, o);
+            break;
+        case FB_MNT_HIDE:
+            json_decref(o);
+            json_array_append_new(hide, json_string(m->dst));
+            break;
+        }
+    }
+    json_object_set_new(fs, "ro_bind", ro);
+    json_object_set_new(fs, "bind", rw);
+    json_object_set_new(fs, "tmpfs", tm);
+    json_object_set_new(fs, "hide", hide);
+}
+
 char *profile_to_json(const struct fb_policy *p)
 {
-    return fb_xasprintf("{\"name\":\"%s\"}\n", p->profile_name);
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(p->profile_name ? p->profile_name : ""));
+    if (p->description)
+        json_object_set_new(o, "description", json_string(p->description));
+    cleanup_free char *note = fb_xasprintf(
+        "effective policy%s%s; always on, whatever the profile: user and mount namespaces, no "
+        "capabilities, no_new_privs, non-native ABIs killed, clone3 ENOSYS, clone/unshare with "
+        "namespace flags and ioctl TIOCSTI/TIOCLINUX EPERM, syscalls newer than fluebox ENOSYS",
+        p->profile_extends ? ", extends " : "", p->profile_extends ? p->profile_extends : "");
+    json_object_set_new(o, "comment", json_string(note));
+
+    json_t *fs = json_object();
+    mounts_json(p, fs);
+    json_object_set_new(fs, "workspace_readonly", json_boolean(p->workspace_ro));
+    json_object_set_new(fs, "bind_interpreter", json_boolean(p->bind_interpreter));
+    json_object_set_new(o, "filesystem", fs);
+
+    json_t *env = json_object(), *set = json_object(), *pass = json_array();
+    for (size_t i = 0; i < p->nenv_set; i++) {
+        const char *eq = strchr(p->env_set[i], '=');
+        if (!eq)
+            continue;
+        cleanup_free char *k = fb_xstrndup(p->env_set[i], (size_t)(eq - p->env_set[i]));
+        json_object_set_new(set, k, json_string(eq + 1));
+    }
+    for (size_t i = 0; i < p->nenv_pass; i++)
+        json_array_append_new(pass, json_string(p->env_pass[i]));
+    json_object_set_new(env, "set", set);
+    json_object_set_new(env, "pass", pass);
+    json_object_set_new(o, "environment", env);
+
+    json_t *lim = json_object();
+    json_object_set_new(lim, "memory", size_json(p->limits.mem));
+    json_object_set_new(lim, "cpus", p->limits.cpus > 0 ? json_real(p->limits.cpus)
+                                                        : json_string("unlimited"));
+    json_object_set_new(lim, "pids", count_json(p->limits.pids));
+    json_object_set_new(lim, "disk", size_json(p->limits.disk));
+    if (p->limits.timeout_ms > 0) {
+        char buf[32];
+        if (p->limits.timeout_ms % 1000)
+            snprintf(buf, sizeof buf, "%lldms", (long long)p->limits.timeout_ms);
+        else
+            snprintf(buf, sizeof buf, "%llds", (long long)(p->limits.timeout_ms / 1000));
+        json_object_set_new(lim, "timeout", json_string(buf));
+    } else {
+        json_object_set_new(lim, "timeout", json_string("none"));
+    }
+    json_object_set_new(lim, "nofile", count_json(p->limits.nofile));
+    json_object_set_new(lim, "fsize", size_json(p->limits.fsize));
+    json_object_set_new(lim, "require", json_boolean(p->limits.require));
+    json_object_set_new(o, "limits", lim);
+
+    json_t *net = json_object();
+    static const char *const modes[] = {"none", "allow", "host"};
+    json_object_set_new(net, "mode", json_string(modes[p->net <= FB_NET_HOST ? p->net : 0]));
+    json_t *allow = json_array();
+    for (size_t i = 0; i < p->nallow; i++) {
+        const struct fb_allow *a = &p->allow[i];
+        char buf[300];
+        int n = snprintf(buf, sizeof buf, "%s%s", a->wildcard ? "*." : "", a->name);
+        if (a->port && n > 0 && (size_t)n < sizeof buf)
+            snprintf(buf + n, sizeof buf - (size_t)n, ":%u", a->port);
+        json_array_append_new(allow, json_string(buf));
+    }
+    json_object_set_new(net, "allow", allow);
+    json_object_set_new(net, "host_allowed", json_boolean(p->net_host_allowed));
+    json_object_set_new(o, "network", net);
+
+    json_t *ns = json_object();
+    json_object_set_new(ns, "pid", json_boolean(p->namespaces & FB_NS_PID));
+    json_object_set_new(ns, "ipc", json_boolean(p->namespaces & FB_NS_IPC));
+    json_object_set_new(ns, "uts", json_boolean(p->namespaces & FB_NS_UTS));
+    json_object_set_new(ns, "cgroup", json_boolean(p->namespaces & FB_NS_CGROUP));
+    json_object_set_new(o, "namespaces", ns);
+    json_object_set_new(o, "uid", json_integer(p->uid));
+    json_object_set_new(o, "gid", json_integer(p->gid));
+    json_object_set_new(o, "hostname", json_string(p->hostname ? p->hostname : "fluebox"));
+
+    json_t *sc = json_object();
+    char *def = action_str(p->seccomp.default_action, p->seccomp.default_errno);
+    json_object_set_new(sc, "default", json_string(def));
+    free(def);
+    json_object_set_new(sc, "rules", profile_rules_json(p->seccomp.rules, p->seccomp.nrules));
+    json_object_set_new(o, "seccomp", sc);
+
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!s)
+        return fb_xstrdup("{}\n");
+    char *out = fb_xasprintf("%s\n", s);
+    free(s);
+    return out;
+}
+
+/* ---- fluebox profile ---- */
+
+static const char profile_usage[] =
+    "Usage: fluebox profile list\n"
+    "       fluebox profile show NAME|FILE   the effective policy, as a profile (JSON)\n"
+    "       fluebox profile check FILE...    validate; exit 0 if valid, 1 if not\n";
+
+int cmd_profile(int argc, char **argv)
+{
+    if (argc < 1 || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+        fputs(profile_usage, argc < 1 ? stderr : stdout);
+        return argc < 1 ? FB_EXIT_SETUP : 0;
+    }
+    const char *sub = argv[0];
+    if (!strcmp(sub, "list")) {
+        if (argc != 1) {
+            fputs(profile_usage, stderr);
+            return FB_EXIT_SETUP;
+        }
+        const char *const *names = profile_builtin_names();
+        for (size_t i = 0; names[i]; i++) {
+            struct fb_policy p;
+            struct fb_err err = {0};
+            policy_init(&p);
+            if (profile_load(&p, names[i], &err) < 0)
+                printf("%-10s (broken: %s)\n", names[i], err.msg);
+            else
+                printf("%-10s %s%s\n", names[i], p.description ? p.description : "",
+                       !strcmp(names[i], FB_DEFAULT_PROFILE) ? " [default]" : "");
+            policy_free(&p);
+        }
+        return 0;
+    }
+    if (!strcmp(sub, "show")) {
+        if (argc != 2) {
+            fputs(profile_usage, stderr);
+            return FB_EXIT_SETUP;
+        }
+        struct fb_policy p;
+        struct fb_err err = {0};
+        policy_init(&p);
+        if (profile_load(&p, argv[1], &err) < 0) {
+            fb_warn("%s", err.msg);
+            policy_free(&p);
+            return 1;
+        }
+        char *s = profile_to_json(&p);
+        fputs(s, stdout);
+        free(s);
+        policy_free(&p);
+        return 0;
+    }
+    if (!strcmp(sub, "check")) {
+        if (argc < 2) {
+            fputs(profile_usage, stderr);
+            return FB_EXIT_SETUP;
+        }
+        int rc = 0;
+        for (int i = 1; i < argc; i++) {
+            struct fb_policy p;
+            struct fb_err err = {0};
+            policy_init(&p);
+            if (profile_load(&p, argv[i], &err) < 0 || seccomp_validate(&p, &err) < 0) {
+                fb_warn("%s", err.msg);
+                rc = 1;
+            } else {
+                char *def = action_str(p.seccomp.default_action, p.seccomp.default_errno);
+                printf("%s: ok (%s%s; %zu seccomp rules, default %s)\n", argv[i],
+                       p.profile_extends ? "extends " : "no extends: starts from nothing",
+                       p.profile_extends ? p.profile_extends : "", p.seccomp.nrules, def);
+                free(def);
+            }
+            policy_free(&p);
+        }
+        return rc;
+    }
+    fb_warn("profile %s: unknown subcommand (list, show, check)", sub);
+    return FB_EXIT_SETUP;
 }

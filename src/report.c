@@ -4,6 +4,8 @@
  * (no cgroup, an older kernel), so consumers can rely on the shape. */
 #include "report.h"
 
+#include "scnotify.h"
+
 #include <fcntl.h>
 #include <jansson.h>
 #include <signal.h>
@@ -170,6 +172,8 @@ static json_t *report_json(const struct fb_policy *p, const struct fb_result *r)
     json_object_set_new(o, "overrides", ov);
     json_object_set_new(o, "network", network_obj(r));
     json_object_set_new(o, "seccomp_denials", opt_int(r->seccomp_denials));
+    if (r->seccomp.active)
+        json_object_set_new(o, "seccomp", scnotify_report_json(&r->seccomp, p->seccomp.learn));
     return o;
 }
 

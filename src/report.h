@@ -7,6 +7,7 @@
 
 #include "cgroup.h"
 #include "policy.h"
+#include "seccomp.h"
 
 struct fb_net_summary {
     int64_t dns_queries, dns_allowed, dns_denied;
@@ -35,6 +36,7 @@ struct fb_result {
     bool has_net;
     struct fb_net_summary net;
     int64_t seccomp_denials;  /* -1 when not counted */
+    struct fb_sc_report seccomp; /* --seccomp-log / learn: what the supervisor saw (scnotify.c) */
 };
 
 /* Copy what the cgroup measured and which limits it holds into r. Call it

@@ -229,6 +229,7 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     sb->pid = -1;
     sb->pidfd = -1;
     sb->ctl = -1;
+    sb->seccomp_fd = -1;
     sb->start_ns = fb_now_ns();
     userns_host_ids(p, &sb->ids);
 
@@ -306,6 +307,10 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
                 goto fail_child;
             continue;
         }
+        if (m.type == FB_MSG_SECCOMP_FD && nfds == 1 && sb->seccomp_fd < 0) {
+            sb->seccomp_fd = fds[0]; /* the supervisor answers it (scnotify.h) */
+            continue;
+        }
         if (m.type == FB_MSG_COW) {
             if (!sb->cow) {
                 for (size_t i = 0; i < nfds; i++)
@@ -357,6 +362,9 @@ void sandbox_release(struct fb_sandbox *sb)
     if (sb->ctl >= 0)
         close(sb->ctl);
     sb->pidfd = sb->ctl = -1;
+    if (sb->seccomp_fd >= 0)
+        close(sb->seccomp_fd);
+    sb->seccomp_fd = -1;
     egress_free(sb->egress);
     sb->egress = NULL;
     cow_free(sb->cow);

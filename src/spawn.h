@@ -21,6 +21,7 @@ struct fb_sandbox {
     int ctl;                 /* control socket to init */
     struct fb_cgroup *cg;    /* NULL when no cgroup limits are in use */
     struct fb_egress *egress;/* allow-mode network, else NULL */
+    int seccomp_fd;          /* seccomp listener (--seccomp-log, learn) or -1 */
     struct fb_cow *cow;      /* --cow: the upper layer and conflict baseline (cow.h) */
     struct fb_ids ids;
     uint64_t start_ns;

@@ -7,6 +7,7 @@
 #include "ctl.h"
 #include "init.h"
 #include "report.h"
+#include "scnotify.h"
 #include "spawn.h"
 
 #include <signal.h>
@@ -20,7 +21,7 @@
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS };
+enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS, K_SECCOMP };
 
 static int ep_add(int ep, int fd, uint32_t key)
 {
@@ -61,6 +62,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
     cleanup_close int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     cleanup_close int tfd = -1;
+    struct fb_scn *scn = NULL; /* seccomp notifications (--seccomp-log, learn) */
     if (ep < 0 || sfd < 0) {
         fb_errno(err, FB_EXIT_SETUP, "event loop");
         goto fatal;
@@ -70,6 +72,12 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     ep_add(ep, sfd, K_SIG);
     if (sb.egress)
         ep_add(ep, egress_fd(sb.egress), K_EGRESS);
+    if (sb.seccomp_fd >= 0) {
+        scn = scnotify_new(p, fb_steal_fd(sb.seccomp_fd), err);
+        if (!scn)
+            goto fatal;
+        ep_add(ep, scnotify_fd(scn), K_SECCOMP);
+    }
     if (p->limits.timeout_ms > 0) {
         tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (tfd < 0) {
@@ -142,6 +150,9 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
             case K_EGRESS:
                 egress_dispatch(sb.egress);
                 break;
+            case K_SECCOMP:
+                scnotify_dispatch(scn);
+                break;
             }
         }
     }
@@ -167,6 +178,10 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     res->sys_ms = tv_ms(ru.ru_stime);
     res->max_rss_kb = ru.ru_maxrss;
 
+    scnotify_finish(scn, &res->seccomp);
+    scn = NULL;
+    if (res->seccomp.active && !p->seccomp.learn)
+        res->seccomp_denials = res->seccomp.total;
     report_take_cgroup(res, sb.cg);
     res->oom_killed = res->cg.oom_killed;
     if (sb.egress) {
@@ -209,6 +224,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     return 0;
 
 fatal:
+    scnotify_finish(scn, NULL);
     sandbox_kill(&sb);
     sandbox_release(&sb);
     sigprocmask(SIG_SETMASK, &old, NULL);

@@ -1,0 +1,234 @@
+/* learn.c — `fluebox learn --out FILE [run options] -- CMD`: run CMD under a
+ * base profile (strict unless --profile says otherwise) in learn mode, where
+ * every call the profile would deny is let through and recorded by the
+ * supervisor (scnotify.c), then write a profile that extends the base with
+ * exactly those calls, one commented rule each. Calls the base only allows
+ * for some argument values (socket families, ioctl requests, ...) are
+ * learned with the values that were used.
+ *
+ * The fixed rules (seccomp.h) stay in force while learning: what they deny
+ * no profile can allow, so the learned profile behaves as the learning run. */
+#include "cli.h"
+#include "commands.h"
+#include "profile.h"
+#include "report.h"
+#include "supervise.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <string.h>
+
+static const char learn_usage[] =
+    "Usage: fluebox learn --out FILE [--profile BASE] [run options] -- CMD [ARGS...]\n"
+    "Runs CMD under BASE (default strict) but lets through, and records, every\n"
+    "system call BASE would deny; writes to FILE a profile that extends BASE with\n"
+    "exactly those calls. Then: fluebox run --profile FILE -- CMD [ARGS...]\n";
+
+static int cmp_seen(const void *a, const void *b)
+{
+    const struct fb_sc_seen *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c)
+        return c;
+    for (unsigned k = 0; k < 6; k++)
+        if (x->args[k] != y->args[k])
+            return x->args[k] < y->args[k] ? -1 : 1;
+    return 0;
+}
+
+/* The command line, for the description (cut to a sane length). */
+static char *cmdline(char **argv)
+{
+    size_t cap = 200, o = 0;
+    char *s = fb_xcalloc(1, cap + 4);
+    for (char **a = argv; *a && o < cap; a++)
+        o += (size_t)snprintf(s + o, cap - o + 1, "%s%s", a == argv ? "" : " ", *a);
+    if (o >= cap)
+        strcpy(s + cap, "...");
+    return s;
+}
+
+static int write_atomic(const char *path, const char *text, struct fb_err *err)
+{
+    cleanup_free char *tmp = fb_xasprintf("%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "--out %s", path);
+    int rc = fb_write_all(fd, text, strlen(text));
+    if (close(fd) < 0)
+        rc = -1;
+    if (rc < 0 || rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        errno = e;
+        return fb_errno(err, FB_EXIT_SETUP, "--out %s", path);
+    }
+    return 0;
+}
+
+/* The learned profile. */
+static char *learned_json(const struct fb_policy *p, const char *out, const char *base,
+                          const struct fb_sc_report *r, size_t *nrules)
+{
+    struct fb_sc_seen *v = fb_xcalloc(r->n ? r->n : 1, sizeof *v);
+    memcpy(v, r->seen, r->n * sizeof *v);
+    qsort(v, r->n, sizeof *v, cmp_seen);
+    struct fb_sc_rule *rules = fb_xcalloc(r->n ? r->n : 1, sizeof *rules);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        struct fb_sc_rule *x = &rules[n++];
+        x->name = v[i].name;
+        x->action = FB_SC_ALLOW;
+        for (unsigned k = 0; k < 6; k++) {
+            if (!(v[i].class_args & (1u << k)))
+                continue;
+            x->args[x->nargs++] = (struct fb_sc_arg){k, FB_SC_EQ, v[i].args[k], 0};
+        }
+        x->comment = fb_xasprintf("used by the command: %lld call%s, first by %s", (long long)v[i].count,
+                                  v[i].count == 1 ? "" : "s", v[i].comm[0] ? v[i].comm : "?");
+    }
+    *nrules = n;
+
+    const char *slash = strrchr(out, '/');
+    cleanup_free char *name = fb_xstrdup(slash ? slash + 1 : out);
+    size_t nl = strlen(name);
+    if (nl > 5 && !strcmp(name + nl - 5, ".json"))
+        name[nl - 5] = 0;
+    cleanup_free char *cmd = cmdline(p->argv);
+    json_t *o = json_object();
+    json_object_set_new(o, "name", json_string(name));
+    cleanup_free char *desc = fb_xasprintf("learned by fluebox learn from: %s", cmd);
+    json_object_set_new(o, "description", json_string(desc));
+    json_object_set_new(o, "comment",
+                        json_string("Every rule below is a system call the command made that the "
+                                    "extended profile denies. Review them before you use this "
+                                    "profile for anything but this command."));
+    json_object_set_new(o, "extends", json_string(base));
+    json_t *sc = json_object();
+    json_object_set_new(sc, "rules", profile_rules_json(rules, n));
+    json_object_set_new(o, "seccomp", sc);
+    char *s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    for (size_t i = 0; i < n; i++)
+        free(rules[i].comment);
+    free(rules);
+    free(v);
+    char *t = fb_xasprintf("%s\n", s ? s : "{}");
+    free(s);
+    return t;
+}
+
+int cmd_learn(int argc, char **argv)
+{
+    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+        fputs(learn_usage, stdout);
+        return 0;
+    }
+    /* Take --out and note --profile; everything else is `run`'s. */
+    const char *out = NULL;
+    bool has_profile = false;
+    char **args = fb_xcalloc((size_t)argc + 3, sizeof *args);
+    int n = 0;
+    args[n++] = "--profile";
+    args[n++] = "strict";
+    int i;
+    for (i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--"))
+            break;
+        if (!strcmp(argv[i], "--out")) {
+            if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
+                free(args);
+                fb_warn("--out needs a value");
+                return FB_EXIT_SETUP;
+            }
+            out = argv[++i];
+            continue;
+        }
+        if (!strncmp(argv[i], "--out=", 6)) {
+            out = argv[i] + 6;
+            continue;
+        }
+        if (!strcmp(argv[i], "--profile") || !strncmp(argv[i], "--profile=", 10))
+            has_profile = true;
+        args[n++] = argv[i];
+        /* keep an option's value with it, so "--env --out" stays a value */
+        if (argv[i][0] == '-' && !strchr(argv[i], '=') && i + 1 < argc &&
+            strcmp(argv[i + 1], "--") && argv[i + 1][0] != '-' && strcmp(argv[i], "--cow") &&
+            strcmp(argv[i], "--commit") && strcmp(argv[i], "--require-limits") &&
+            strcmp(argv[i], "--proxy-env") && strcmp(argv[i], "--seccomp-log") &&
+            strcmp(argv[i], "-q") && strcmp(argv[i], "--quiet"))
+            args[n++] = argv[++i];
+    }
+    for (; i < argc; i++)
+        args[n++] = argv[i];
+    char **a = has_profile ? args + 2 : args;
+    int na = has_profile ? n - 2 : n;
+    if (!out) {
+        free(args);
+        fputs(learn_usage, stderr);
+        fb_warn("learn: --out FILE is required");
+        return FB_EXIT_SETUP;
+    }
+
+    struct fb_policy p;
+    struct fb_err err = {0};
+    policy_init(&p);
+    if (cli_parse_policy(na, a, &p, true, &err) < 0 ||
+        policy_finish(&p, getenv("PATH"), &err) < 0) {
+        fb_warn("%s", err.msg);
+        free(args);
+        policy_free(&p);
+        return err.code ? err.code : FB_EXIT_SETUP;
+    }
+    free(args);
+    p.seccomp.learn = true;
+    p.seccomp.log_denied = false;
+    /* What the profile extends: the built-in's name, or the base file's
+     * absolute path (the learned profile may be stored elsewhere). */
+    char real[PATH_MAX];
+    cleanup_free char *base = NULL;
+    if (strchr(p.profile_name, '/') || strstr(p.profile_name, ".json"))
+        base = fb_xstrdup(realpath(p.profile_name, real) ? real : p.profile_name);
+    else
+        base = fb_xstrdup(p.profile_name);
+
+    static struct fb_result res; /* large: keep it off the stack */
+    int code;
+    if (supervise_run(&p, &res, &err) < 0) {
+        fb_warn("%s", err.msg);
+        code = res.exit_code ? res.exit_code : FB_EXIT_SETUP;
+        policy_free(&p);
+        return code;
+    }
+    code = res.exit_code;
+    if (p.report) {
+        struct fb_err rerr = {0};
+        if (report_write(p.report, &p, &res, &rerr) < 0)
+            fb_warn("%s", rerr.msg);
+    }
+    if (!res.seccomp.active) {
+        fb_warn("learn: the supervisor received no seccomp notifications channel; nothing learned");
+        policy_free(&p);
+        return FB_EXIT_SETUP;
+    }
+    if (res.seccomp.truncated) {
+        fb_warn("learn: more than %d distinct additions; extend a less strict profile", FB_SC_SEEN_MAX);
+        policy_free(&p);
+        return FB_EXIT_SETUP;
+    }
+    size_t nrules = 0;
+    char *text = learned_json(&p, out, base, &res.seccomp, &nrules);
+    if (write_atomic(out, text, &err) < 0) {
+        fb_warn("%s", err.msg);
+        free(text);
+        policy_free(&p);
+        return FB_EXIT_SETUP;
+    }
+    free(text);
+    if (!p.quiet)
+        fb_warn("learn: %zu rule%s beyond %s written to %s%s", nrules, nrules == 1 ? "" : "s", base,
+                out, code ? " (the command failed: review what it learned)" : "");
+    policy_free(&p);
+    return code;
+}
