@@ -22,11 +22,14 @@
 #   --bwrap    adds an informational column: the same probes under bubblewrap
 #              with a layout like fluebox's strict one (never pass/fail).
 #   --verbose  prints every verdict line, not only those of failures.
+#   --tap      also prints "ok - ..." / "not ok - ..." for every check, the
+#              format tests/run.sh (make check) counts. Implied when the
+#              environment names the binary as FB=PATH, as tests/run.sh does.
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-FLUEBOX=${FLUEBOX:-$ROOT/fluebox}
+FLUEBOX=${FLUEBOX:-${FB:-$ROOT/fluebox}}
 BUILD=$HERE/build
 PROFILES="strict standard trusted"
 ONLY=""
@@ -36,6 +39,8 @@ PROBE_USER=${PROBE_USER:-fbtest}
 BUILD_FIRST=1
 KEEP=0
 VERBOSE=0
+TAP=0
+[ -n "${FB:-}" ] && TAP=1
 
 # Limits every sandboxed probe runs under, and the caps the resource probes
 # stop at by themselves (comfortably above the limits, so hitting a cap means
@@ -91,6 +96,7 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD_FIRST=0 ;;
     --keep) KEEP=1 ;;
     --verbose) VERBOSE=1 ;;
+    --tap) TAP=1 ;;
     --sub) RUN_USER=0; BUILD_FIRST=0 ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -276,8 +282,18 @@ run_one() {
 PASS=0
 FAIL=0
 FAILURES=()
-pass() { PASS=$((PASS + 1)); }
-fail() { FAIL=$((FAIL + 1)); FAILURES+=("$*"); }
+pass() {
+    PASS=$((PASS + 1))
+    [ "$TAP" = 1 ] && TAPLINES+=("ok - probes as $ME: $*")
+    return 0
+}
+fail() {
+    FAIL=$((FAIL + 1))
+    FAILURES+=("$*")
+    [ "$TAP" = 1 ] && TAPLINES+=("not ok - probes as $ME: $*")
+    return 0
+}
+TAPLINES=()
 
 say "fluebox escape probes as $ME: ${#PROBES[@]} probes x modes: $MODES"
 say "limits: --mem $MEM --pids $PIDS --disk $DISK; $(uname -sr)"
@@ -311,10 +327,10 @@ for p in "${PROBES[@]}"; do
         *)
             if [ "$v" = BLOCKED ]; then
                 cell=blocked
-                pass
+                pass "$p under $m: blocked"
             elif [ "$v" = ESCAPED ] && [ -n "${ALLOWED[$p:$m]:-}" ] && [ "$m" != strict ]; then
                 cell=allowed
-                pass
+                pass "$p under $m: escaped, allowed (${ALLOWED[$p:$m]})"
             else
                 [ "$v" = ESCAPED ] && cell=ESCAPED!
                 [ "$v" = SKIP ] && cell=SKIP!
@@ -335,7 +351,7 @@ must=$MUST_ESCAPE_ANY
 for p in $must; do
     [ -n "${CELL[$p:none]:-}" ] || continue
     if [ "${CELL[$p:none]}" = ESCAPED ]; then
-        pass
+        pass "$p with no sandbox: escaped (the probe sees its escape)"
     else
         IFS=$'\t' read -r v rc detail <"$TMP/out/$p.none.v"
         fail "$p with no sandbox: expected ESCAPED, got $v: $detail"
@@ -345,7 +361,7 @@ min_pct=$MIN_ESCAPE_PCT_USER
 [ "$IS_ROOT" = 1 ] && min_pct=$MIN_ESCAPE_PCT_ROOT
 need=$(((${#PROBES[@]} * min_pct + 99) / 100))
 if [ "$escapes_none" -ge "$need" ]; then
-    pass
+    pass "$escapes_none of ${#PROBES[@]} probes escaped with no sandbox (need $need)"
 else
     fail "only $escapes_none of ${#PROBES[@]} probes escaped with no sandbox (need $need, $min_pct%)"
 fi
@@ -354,7 +370,7 @@ fi
 check() { # check DESCRIPTION COMMAND...
     local what=$1
     shift
-    if "$@"; then pass; else fail "host check: $what"; fi
+    if "$@"; then pass "host check: $what"; else fail "host check: $what"; fi
 }
 check "hostname unchanged ($HOST_HOSTNAME)" test "$(hostname)" = "$HOST_HOSTNAME"
 check "nothing written to the outside directory" test -z "$(ls -A "$TMP/outside")"
@@ -394,6 +410,9 @@ if [ "$VERBOSE" = 1 ]; then
         done
     done
 fi
+if [ "$TAP" = 1 ]; then
+    printf '%s\n' "${TAPLINES[@]}"
+fi
 if [ ${#FAILURES[@]} -gt 0 ]; then
     say ""
     say "failures ($ME):"
@@ -408,6 +427,7 @@ if [ "$IS_ROOT" = 1 ] && [ "$RUN_USER" = 1 ] && id "$PROBE_USER" >/dev/null 2>&1
     [ -n "$ONLY" ] && args+=(--only "$ONLY")
     [ "$WITH_BWRAP" = 1 ] && args+=(--bwrap)
     [ "$VERBOSE" = 1 ] && args+=(--verbose)
+    [ "$TAP" = 1 ] && args+=(--tap)
     subout=$TMP/sub.out
     runuser -u "$PROBE_USER" -- env -i PATH="$PATH" HOME="$TMP" LANG=C.UTF-8 TMPDIR=/tmp \
         bash "$HERE/run.sh" "${args[@]}" </dev/null 2>&1 | tee "$subout"
@@ -417,6 +437,7 @@ if [ "$IS_ROOT" = 1 ] && [ "$RUN_USER" = 1 ] && id "$PROBE_USER" >/dev/null 2>&1
         FAIL=$((FAIL + BASH_REMATCH[2]))
     else
         fail "the run as $PROBE_USER did not finish: $last"
+        [ "$TAP" = 1 ] && say "not ok - probes: the run as $PROBE_USER did not finish"
         say "run as $PROBE_USER did not finish"
     fi
     say ""
