@@ -126,15 +126,42 @@ static const char *unreachable(void)
     return strerror(errno);
 }
 
+/* Is path, or (with parents) one of its parents, going away in this
+ * commit: deleted, or the source of a rename? Then whatever the host has
+ * there is checked by that deletion, not by the addition that replaces it. */
+static bool going(const struct fb_change *const *v, size_t n, const char *path, bool parents)
+{
+    size_t len = strlen(path);
+    for (size_t i = 0; i < n; i++) {
+        const char *g = v[i]->status == FB_CHG_DELETED   ? v[i]->path
+                        : v[i]->status == FB_CHG_RENAMED ? v[i]->from
+                                                         : NULL;
+        if (!g)
+            continue;
+        size_t gl = strlen(g);
+        if (!parents && !strcmp(g, path))
+            return true;
+        if (parents && gl < len && !strncmp(g, path, gl) && path[gl] == '/')
+            return true;
+    }
+    return false;
+}
+
 /* Check one change; adds conflicts to r. */
-static void check(struct fb_cow *c, const struct fb_change *x, struct fb_commit *r)
+static void check(struct fb_cow *c, const struct fb_change *const *v, size_t nv,
+                  const struct fb_change *x, struct fb_commit *r)
 {
     struct stat st;
     int h = host_lstat(c, x->path, &st);
+    bool adding = x->status == FB_CHG_ADDED || x->status == FB_CHG_RENAMED;
+    if (h < 0 && adding && (errno == ENOTDIR || errno == ELOOP) && going(v, nv, x->path, true))
+        h = 0; /* a parent that is a file or symlink now is replaced by a directory */
     if (h < 0) {
         conflict(r, x->path, unreachable());
         return;
     }
+    if (h == 1 && adding && going(v, nv, x->path, false))
+        h = 0;
     switch (x->status) {
     case FB_CHG_DELETED:
         if (h == 0)
@@ -442,7 +469,7 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
         if (ch->v[i].kind != FB_K_OTHER && changes_selected(&ch->v[i], sel, nsel))
             v[n++] = &ch->v[i];
     for (size_t i = 0; i < n; i++)
-        check(c, v[i], res);
+        check(c, v, n, v[i], res);
     if (res->nconflicts && !force) {
         free(v);
         return fb_errf(err, FB_EXIT_SETUP, "%zu conflict%s: nothing was committed",
