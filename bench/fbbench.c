@@ -10,6 +10,11 @@
  *   fbbench throughput [OPTIONS] @NAME CMD... ...
  *       completed runs per second with --workers parallel loops, in
  *       one-second slices that alternate between the variants.
+ *   fbbench session --socket PATH [OPTIONS]
+ *       round trips through `fluebox serve` (docs/protocol.md): session.create
+ *       from the warm pool and without it, session.destroy, exec of /bin/true,
+ *       file.write and file.read of 4 KB and 10 MB. One connection, one
+ *       request at a time; each row is one operation.
  *   fbbench rss [OPTIONS] @NAME CMD... ...
  *       peak RSS (VmHWM) of the launched process itself, and of every process
  *       of its tree running the same binary, sampled while the payload (which
@@ -29,6 +34,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
@@ -42,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #define MAX_VARIANTS 32
 #define MAX_BASELINES 4
@@ -69,6 +77,7 @@ static const char *note;
 static long reps = 100, warmup = 5, workers = 2, seconds = 5;
 static long gap_ms; /* idle time before every timed run (time mode) */
 static int devnull = -1;
+static bool session_mode;
 
 static double now_ms(void)
 {
@@ -371,6 +380,244 @@ static void mode_rss(void)
     }
 }
 
+/* ---- session mode: a minimal client of the wire protocol ---- */
+
+static int sock_fd = -1;
+static char *rbuf;
+static size_t rlen, rcap;
+static long next_id = 1;
+
+static int sock_connect(const char *path)
+{
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (fd < 0 || strlen(path) >= sizeof(a.sun_path))
+        return -1;
+    memcpy(a.sun_path, path, strlen(path));
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Send one request line and return the response line (events skipped), or
+ * NULL when the connection broke. The line stays valid until the next call. */
+static char *rpc(const char *req, size_t len)
+{
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(sock_fd, req + off, len - off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return NULL;
+        }
+        off += (size_t)w;
+    }
+    for (;;) {
+        char *nl = rlen ? memchr(rbuf, '\n', rlen) : NULL;
+        if (nl) {
+            static char *line;
+            static size_t lcap;
+            size_t n = (size_t)(nl - rbuf);
+            if (n + 1 > lcap) {
+                lcap = n + 1;
+                line = realloc(line, lcap);
+                if (!line)
+                    exit(2);
+            }
+            memcpy(line, rbuf, n);
+            line[n] = 0;
+            memmove(rbuf, nl + 1, rlen - n - 1);
+            rlen -= n + 1;
+            if (strstr(line, "\"event\"") && !strstr(line, "\"result\""))
+                continue; /* an event, not the response */
+            return line;
+        }
+        if (rcap - rlen < 65536) {
+            rcap = rcap ? rcap * 2 : 1 << 20;
+            rbuf = realloc(rbuf, rcap);
+            if (!rbuf)
+                exit(2);
+        }
+        ssize_t r = read(sock_fd, rbuf + rlen, rcap - rlen);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return NULL;
+        rlen += (size_t)r;
+    }
+}
+
+/* Time one request; returns ms, or -1 (the error is printed once per row). */
+static double timed_rpc(struct variant *v, const char *req, size_t len, char **resp)
+{
+    double t0 = now_ms();
+    char *line = rpc(req, len);
+    double t1 = now_ms();
+    if (resp)
+        *resp = line;
+    if (!line || !strstr(line, "\"result\"")) {
+        if (v->failures++ == 0)
+            fprintf(stderr, "fbbench: %s: %.300s\n", v->name, line ? line : "connection lost");
+        return -1;
+    }
+    return t1 - t0;
+}
+
+static bool session_id(const char *line, char *out, size_t cap)
+{
+    const char *p = line ? strstr(line, "\"session\":\"s-") : NULL;
+    if (!p)
+        return false;
+    p += 11;
+    size_t n = strcspn(p, "\"");
+    if (n + 1 > cap)
+        return false;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return true;
+}
+
+static char *fmt_req(size_t *len, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static char *fmt_req(size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        exit(2);
+    *len = (size_t)n;
+    return s;
+}
+
+static void destroy_session(const char *id)
+{
+    size_t len;
+    char *req = fmt_req(&len, "{\"id\":%ld,\"method\":\"session.destroy\",\"params\":{\"session\":\"%s\"}}\n",
+                        next_id++, id);
+    rpc(req, len);
+    free(req);
+}
+
+static int mode_session(const char *path)
+{
+    sock_fd = sock_connect(path);
+    if (sock_fd < 0) {
+        fprintf(stderr, "fbbench: connect %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    static const char *const names[] = {
+        "session.create (warm pool)", "session.create (no pool)", "session.destroy",
+        "exec /bin/true", "file.write 4 KB", "file.read 4 KB", "file.write 10 MB",
+        "file.read 10 MB",
+    };
+    nvars = (int)(sizeof(names) / sizeof(names[0]));
+    for (int i = 0; i < nvars; i++)
+        vars[i].name = names[i];
+    struct variant *v_pool = &vars[0], *v_nopool = &vars[1], *v_destroy = &vars[2],
+                   *v_exec = &vars[3], *v_w4 = &vars[4], *v_r4 = &vars[5], *v_w10 = &vars[6],
+                   *v_r10 = &vars[7];
+    long pooled = 0;
+
+    /* A long-lived session for exec and files. */
+    size_t len;
+    char *req = fmt_req(&len, "{\"id\":%ld,\"method\":\"session.create\",\"params\":{\"pool\":false}}\n",
+                        next_id++);
+    char *resp = rpc(req, len), sid[64];
+    free(req);
+    if (!session_id(resp, sid, sizeof(sid))) {
+        fprintf(stderr, "fbbench: session.create: %.300s\n", resp ? resp : "connection lost");
+        return 1;
+    }
+    size_t big = 10u << 20;
+    char *data4 = malloc(4097), *data10 = malloc(big + 1);
+    if (!data4 || !data10)
+        return 2;
+    memset(data4, 'a', 4096), data4[4096] = 0;
+    memset(data10, 'b', big), data10[big] = 0;
+    long big_reps = reps / 10 < 5 ? 5 : reps / 10;
+
+    for (long r = -warmup; r < reps; r++) {
+        bool keep = r >= 0;
+        double ms;
+        char id2[64];
+        /* Warm pool: give it time to refill first (untimed). */
+        usleep((useconds_t)(gap_ms > 0 ? gap_ms : 300) * 1000);
+        req = fmt_req(&len, "{\"id\":%ld,\"method\":\"session.create\",\"params\":{}}\n", next_id++);
+        ms = timed_rpc(v_pool, req, len, &resp);
+        free(req);
+        if (session_id(resp, id2, sizeof(id2))) {
+            bool was_pooled = strstr(resp, "\"pooled\":true") != NULL;
+            if (keep && ms >= 0 && was_pooled) {
+                push(v_pool, ms);
+                pooled++;
+            }
+            destroy_session(id2);
+        }
+        req = fmt_req(&len, "{\"id\":%ld,\"method\":\"session.create\",\"params\":{\"pool\":false}}\n",
+                      next_id++);
+        ms = timed_rpc(v_nopool, req, len, &resp);
+        free(req);
+        if (session_id(resp, id2, sizeof(id2))) {
+            if (keep && ms >= 0)
+                push(v_nopool, ms);
+            req = fmt_req(&len, "{\"id\":%ld,\"method\":\"session.destroy\",\"params\":{\"session\":\"%s\"}}\n",
+                          next_id++, id2);
+            ms = timed_rpc(v_destroy, req, len, NULL);
+            free(req);
+            if (keep && ms >= 0)
+                push(v_destroy, ms);
+        }
+        /* Cheap operations: several per round. */
+        for (int k = 0; k < 10; k++) {
+            req = fmt_req(&len, "{\"id\":%ld,\"method\":\"exec\",\"params\":{\"session\":\"%s\",\"argv\":[\"/bin/true\"]}}\n",
+                          next_id++, sid);
+            ms = timed_rpc(v_exec, req, len, NULL);
+            free(req);
+            if (keep && ms >= 0)
+                push(v_exec, ms);
+            req = fmt_req(&len, "{\"id\":%ld,\"method\":\"file.write\",\"params\":{\"session\":\"%s\",\"path\":\"small\",\"data\":\"%s\"}}\n",
+                          next_id++, sid, data4);
+            ms = timed_rpc(v_w4, req, len, NULL);
+            free(req);
+            if (keep && ms >= 0)
+                push(v_w4, ms);
+            req = fmt_req(&len, "{\"id\":%ld,\"method\":\"file.read\",\"params\":{\"session\":\"%s\",\"path\":\"small\"}}\n",
+                          next_id++, sid);
+            ms = timed_rpc(v_r4, req, len, &resp);
+            free(req);
+            if (keep && ms >= 0)
+                push(v_r4, ms);
+        }
+        if (r < big_reps) {
+            req = fmt_req(&len, "{\"id\":%ld,\"method\":\"file.write\",\"params\":{\"session\":\"%s\",\"path\":\"big\",\"data\":\"%s\"}}\n",
+                          next_id++, sid, data10);
+            ms = timed_rpc(v_w10, req, len, NULL);
+            free(req);
+            if (keep && ms >= 0)
+                push(v_w10, ms);
+            req = fmt_req(&len, "{\"id\":%ld,\"method\":\"file.read\",\"params\":{\"session\":\"%s\",\"path\":\"big\"}}\n",
+                          next_id++, sid);
+            ms = timed_rpc(v_r10, req, len, &resp);
+            free(req);
+            if (keep && ms >= 0 && resp && strstr(resp, "\"bytesRead\":10485760"))
+                push(v_r10, ms);
+            else if (keep && ms >= 0)
+                v_r10->failures++;
+        }
+    }
+    destroy_session(sid);
+    for (int i = 0; i < nvars; i++)
+        summarise(&vars[i]);
+    v_pool->runs = pooled;
+    free(data4);
+    free(data10);
+    return 0;
+}
+
 static struct variant *find(const char *name)
 {
     for (int i = 0; i < nvars; i++)
@@ -521,7 +768,9 @@ static void emit_md(FILE *f, const char *mode)
                 cell_ratio(f, v, mode, baselines[b]);
         fprintf(f, "\n");
     }
-    if (!strcmp(mode, "time") && gap_ms > 0)
+    if (session_mode)
+        fprintf(f, "\n%ld rounds after %ld warm-up rounds.\n", reps, warmup);
+    else if (!strcmp(mode, "time") && gap_ms > 0)
         fprintf(f, "\n%ld interleaved rounds after %ld warm-up rounds, the machine left idle for "
                    "%ld ms before every run; ratios compare medians.\n",
                 reps, warmup, gap_ms);
@@ -540,7 +789,8 @@ static void emit_md(FILE *f, const char *mode)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: fbbench time|throughput|rss [--title T] [--reps N] [--warmup N]\n"
+    fprintf(stderr, "usage: fbbench time|throughput|rss|session [--socket PATH] [--title T]\n"
+                    "       [--reps N] [--warmup N]\n"
                     "       [--workers N] [--seconds N] [--gap-ms N] [--baseline NAME]... [--json FILE]\n"
                     "       [--md FILE] [--note TEXT] @NAME CMD [ARGS...] [@NAME CMD...]...\n");
     return 2;
@@ -551,9 +801,10 @@ int main(int argc, char **argv)
     if (argc < 2)
         return usage();
     const char *mode = argv[1];
-    if (strcmp(mode, "time") && strcmp(mode, "throughput") && strcmp(mode, "rss"))
+    if (strcmp(mode, "time") && strcmp(mode, "throughput") && strcmp(mode, "rss") &&
+        strcmp(mode, "session"))
         return usage();
-    const char *json = NULL, *md = NULL;
+    const char *json = NULL, *md = NULL, *socket_path = NULL;
     int i = 2;
     for (; i < argc && argv[i][0] != '@'; i++) {
         const char *o = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -579,6 +830,8 @@ int main(int argc, char **argv)
             md = val;
         else if (!strcmp(o, "--note"))
             note = val;
+        else if (!strcmp(o, "--socket"))
+            socket_path = val;
         else
             return usage();
         i++;
@@ -598,7 +851,9 @@ int main(int argc, char **argv)
         for (int k = start; k < i; k++)
             v->argv[k - start] = argv[k];
     }
-    if (nvars == 0 || reps < 1 || workers < 1 || seconds < 1)
+    bool session = !strcmp(mode, "session");
+    session_mode = session;
+    if ((session ? !socket_path || nvars : nvars == 0) || reps < 1 || workers < 1 || seconds < 1)
         return usage();
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull < 0) {
@@ -609,7 +864,7 @@ int main(int argc, char **argv)
 
     /* Fail fast on a command that does not work at all. */
     for (int k = 0; k < nvars; k++) {
-        if (!strcmp(mode, "rss"))
+        if (!strcmp(mode, "rss") || session)
             break;
         if (run_once(&vars[k]) < 0) {
             int st = vars[k].last_status;
@@ -620,7 +875,20 @@ int main(int argc, char **argv)
         }
     }
 
-    if (!strcmp(mode, "time"))
+    char session_note[512];
+    if (session) {
+        int rc = mode_session(socket_path);
+        if (rc)
+            return rc;
+        snprintf(session_note, sizeof(session_note),
+                 "One connection, one request at a time. Warm pool: %ld of %ld creates were served "
+                 "from the pool (only those are in its row); the pool had %ld ms to refill before "
+                 "each. 10 MB rows: %ld rounds.%s%s",
+                 vars[0].runs, reps, gap_ms > 0 ? gap_ms : 300, reps / 10 < 5 ? 5 : reps / 10,
+                 note ? " " : "", note ? note : "");
+        note = session_note;
+        mode = "time";
+    } else if (!strcmp(mode, "time"))
         mode_time();
     else if (!strcmp(mode, "throughput"))
         mode_throughput();
