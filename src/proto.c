@@ -490,42 +490,48 @@ size_t b64_encode(const unsigned char *in, size_t n, char *out)
     return o;
 }
 
-static int b64v(unsigned char c)
+/* Decoding table: 0..63, 64 = invalid. Accepts the URL-safe alphabet too. */
+static unsigned char b64t[256];
+
+static void b64_init(void)
 {
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+' || c == '-')
-        return 62;
-    if (c == '/' || c == '_')
-        return 63;
-    return -1;
+    if (b64t['A'] == 0 && b64t['B'] == 1)
+        return;
+    memset(b64t, 64, sizeof b64t);
+    for (int i = 0; i < 64; i++)
+        b64t[(unsigned char)b64a[i]] = (unsigned char)i;
+    b64t['-'] = 62;
+    b64t['_'] = 63;
 }
 
 ssize_t b64_decode(const char *in, size_t n, unsigned char *out)
 {
+    b64_init();
     /* Padding is optional; "=" may only end the input. */
     while (n > 0 && in[n - 1] == '=')
         n--;
     if (n % 4 == 1)
         return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64v((unsigned char)in[i]);
-        if (v < 0)
+    const unsigned char *s = (const unsigned char *)in;
+    size_t o = 0, i = 0;
+    for (; i + 4 <= n; i += 4) {
+        unsigned a = b64t[s[i]], b = b64t[s[i + 1]], c = b64t[s[i + 2]], d = b64t[s[i + 3]];
+        if ((a | b | c | d) & 64)
             return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
+        uint32_t v = a << 18 | b << 12 | c << 6 | d;
+        out[o++] = (unsigned char)(v >> 16);
+        out[o++] = (unsigned char)(v >> 8);
+        out[o++] = (unsigned char)v;
+    }
+    size_t rest = n - i;
+    if (rest >= 2) {
+        unsigned a = b64t[s[i]], b = b64t[s[i + 1]], c = rest == 3 ? b64t[s[i + 2]] : 0;
+        if ((a | b | c) & 64)
+            return -1;
+        uint32_t v = a << 18 | b << 12 | c << 6;
+        out[o++] = (unsigned char)(v >> 16);
+        if (rest == 3)
+            out[o++] = (unsigned char)(v >> 8);
     }
     return (ssize_t)o;
 }

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -683,7 +684,8 @@ static void sess_gone(struct sess *ss)
         return;
     }
     if (!ss->dying) {
-        struct fb_cg_usage u = {-1, -1, -1, -1, false, -1};
+        struct fb_cg_usage u = {0};
+        u.mem_peak = u.mem_current = u.pids_peak = u.cpu_usage_us = u.oom_kills = -1;
         if (s->sb.cg)
             cgroup_usage(s->sb.cg, &u);
         snprintf(s->death, sizeof s->death, "%s",
@@ -947,6 +949,28 @@ static void file_read_result(struct op *o)
     o->result = NULL;
     json_int_t size = json_integer_value(json_object_get(r, "size"));
     size_t n = buf_pending(&o->data);
+    if (o->base64 && n > 65536 && o->c) {
+        /* Big binary reads: write the line directly, base64 needs no JSON
+         * escaping, and we save a copy and a pass over the data. */
+        char *idj = json_dumps(o->id, JSON_COMPACT | JSON_ENCODE_ANY);
+        char head[256];
+        int hl = snprintf(head, sizeof head,
+                          "{\"id\":%s,\"result\":{\"encoding\":\"base64\",\"bytesRead\":%zu,"
+                          "\"size\":%lld,\"eof\":%s,\"data\":\"",
+                          idj ? idj : "null", n, (long long)size,
+                          o->offset + (int64_t)n >= size ? "true" : "false");
+        free(idj);
+        size_t bl = b64_encoded_len(n);
+        char *line = fb_xmalloc((size_t)hl + bl + 4);
+        memcpy(line, head, (size_t)hl);
+        b64_encode((const unsigned char *)buf_head(&o->data), n, line + hl);
+        memcpy(line + hl + bl, "\"}}\n", 4);
+        json_decref(r);
+        buf_free(&o->data);
+        conn_send(o->c, line, (size_t)hl + bl + 4);
+        op_finish(o);
+        return;
+    }
     json_t *res = json_object();
     json_t *d;
     if (o->base64) {
@@ -1322,6 +1346,10 @@ static void pool_refill(void)
             pool_retry_ns = now_ns() + 10000000000ull;
             return;
         }
+        /* Say what cannot be applied once, not at every refill. */
+        static bool warned;
+        s->pol.quiet = s->pol.quiet || warned;
+        warned = true;
         struct session_params sp = {0};
         sp.idle_ms = 1800000;
         session_apply_params(s, &sp);
@@ -2001,12 +2029,22 @@ static void conn_close(struct conn *c)
     bury(0, c);
 }
 
+static struct watch *listen_w;
+static uint64_t listen_paused_until;
+
 static void on_accept(int lfd)
 {
     for (int k = 0; k < 64; k++) {
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of descriptors: stop accepting for a moment instead of
+                 * spinning on a listening socket that stays readable. */
+                w_set(listen_w, 0);
+                listen_paused_until = now_ns() + 100000000ull;
+            }
             return;
+        }
         struct ucred cr;
         socklen_t cl = sizeof cr;
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
@@ -2073,6 +2111,8 @@ static int next_timeout_ms(void)
     }
     if (lim.pool > 0 && pool_retry_ns && pool_ready + pool_pending < lim.pool && pool_retry_ns < best)
         best = pool_retry_ns;
+    if (listen_paused_until && listen_paused_until < best)
+        best = listen_paused_until;
     if (best == UINT64_MAX)
         return -1;
     if (best <= now)
@@ -2108,6 +2148,10 @@ static void run_timers(void)
             snprintf(s->death, sizeof s->death, "%s", expired ? "ttl expired" : "idle timeout");
             sess_destroy(ss);
         }
+    }
+    if (listen_paused_until && now >= listen_paused_until) {
+        listen_paused_until = 0;
+        w_set(listen_w, EPOLLIN);
     }
     if (pool_retry_ns && now >= pool_retry_ns) {
         pool_retry_ns = 0;
@@ -2363,6 +2407,12 @@ int cmd_serve(int argc, char **argv)
     sigdelset(&set, SIGPIPE);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 
+    /* Every exec holds two or three pipes here: use the hard limit. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     cgroup_sweep_stale();
     int lfd = listen_on(sock_path, &err);
     if (lfd < 0 || sfd < 0) {
@@ -2380,6 +2430,7 @@ int cmd_serve(int argc, char **argv)
     w_init(&wl, W_LISTEN, 0, NULL, lfd);
     w_init(&ws, W_SIG, 0, NULL, sfd);
     w_init(&ww, W_WORKER, 0, NULL, worker_fd());
+    listen_w = &wl;
     w_set(&wl, EPOLLIN);
     w_set(&ws, EPOLLIN);
     w_set(&ww, EPOLLIN);

@@ -508,7 +508,8 @@ json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs
                             "cpus", p->limits.cpus > 0 ? p->limits.cpus : 0.0, "pids",
                             (json_int_t)(p->limits.pids > 0 ? p->limits.pids : -1), "timeoutMs",
                             (json_int_t)s->exec_timeout_ms);
-    struct fb_cg_usage u = {-1, -1, -1, -1, false, -1};
+    struct fb_cg_usage u = {0};
+    u.mem_peak = u.mem_current = u.pids_peak = u.cpu_usage_us = u.oom_kills = -1;
     if (s->sb.cg && s->state == SESS_READY) {
         cgroup_usage(s->sb.cg, &u);
         json_object_set_new(lim, "applied", json_string(cgroup_applied(s->sb.cg)));

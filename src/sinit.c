@@ -757,6 +757,12 @@ void sinit_main(const struct fb_policy *p, int ctl)
 {
     pol = p;
     ctl_fd = ctl;
+    /* The server's descriptors came along with the clone (other sessions'
+     * pipes and control sockets, client connections): none of them belongs
+     * here, and a copy would hold their other ends open. */
+    if (ctl > 3)
+        syscall(SYS_close_range, 3, (unsigned)ctl - 1, 0);
+    syscall(SYS_close_range, (unsigned)ctl + 1, ~0U, 0);
     /* A write past RLIMIT_FSIZE must fail with EFBIG, not kill init. */
     signal(SIGXFSZ, SIG_IGN);
     umask(0);
