@@ -15,6 +15,13 @@
  *       from the warm pool and without it, session.destroy, exec of /bin/true,
  *       file.write and file.read of 4 KB and 10 MB. One connection, one
  *       request at a time; each row is one operation.
+ *   fbbench http-source PORTFILE
+ *       helper for the egress rows: an HTTP/1.1 server on 127.0.0.1 (port
+ *       written to PORTFILE) that answers "GET /N" with N bytes, until SIGTERM
+ *       or ten minutes.
+ *   fbbench http-fetch HOST PORT BYTES
+ *       the client: GET /BYTES with Host: HOST, read to the end; exits 0 only
+ *       when exactly BYTES of body arrived.
  *   fbbench rss [OPTIONS] @NAME CMD... ...
  *       peak RSS (VmHWM) of the launched process itself, and of every process
  *       of its tree running the same binary, sampled while the payload (which
@@ -48,6 +55,10 @@
 #include <time.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -380,6 +391,101 @@ static void mode_rss(void)
     }
 }
 
+/* ---- egress helpers: a byte source behind HTTP, and its client ---- */
+
+static int http_source(const char *portfile)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 64) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) < 0) {
+        perror("fbbench http-source");
+        return 1;
+    }
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", portfile);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", ntohs(a.sin_port)) < 0 || fclose(f) != 0 ||
+        rename(tmp, portfile) < 0) {
+        perror(portfile);
+        return 1;
+    }
+    signal(SIGCHLD, SIG_IGN); /* children reap themselves */
+    alarm(600);
+    static char chunk[1 << 20];
+    memset(chunk, 'z', sizeof(chunk));
+    for (;;) {
+        int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EINTR)
+                continue;
+            return 1;
+        }
+        if (fork() == 0) {
+            char head[8192];
+            size_t n = 0;
+            while (n < sizeof(head) - 1) {
+                ssize_t r = read(c, head + n, sizeof(head) - 1 - n);
+                if (r <= 0)
+                    _exit(1);
+                n += (size_t)r;
+                head[n] = 0;
+                if (strstr(head, "\r\n\r\n"))
+                    break;
+            }
+            unsigned long long want = 0;
+            if (sscanf(head, "GET /%llu", &want) != 1)
+                _exit(1);
+            char hdr[256];
+            int hl = snprintf(hdr, sizeof(hdr),
+                              "HTTP/1.1 200 OK\r\nContent-Length: %llu\r\nConnection: close\r\n\r\n",
+                              want);
+            if (write(c, hdr, (size_t)hl) != hl)
+                _exit(1);
+            while (want > 0) {
+                size_t k = want < sizeof(chunk) ? (size_t)want : sizeof(chunk);
+                ssize_t w = write(c, chunk, k);
+                if (w <= 0)
+                    _exit(1);
+                want -= (unsigned long long)w;
+            }
+            shutdown(c, SHUT_WR);
+            _exit(0);
+        }
+        close(c);
+    }
+}
+
+static int http_fetch(const char *host, const char *port, const char *bytes)
+{
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return 2;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, res->ai_addr, res->ai_addrlen) < 0)
+        return 3;
+    freeaddrinfo(res);
+    char req[512];
+    int n = snprintf(req, sizeof(req), "GET /%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
+                     bytes, host);
+    if (write(fd, req, (size_t)n) != n)
+        return 4;
+    static char buf[1 << 20];
+    unsigned long long total = 0;
+    ssize_t r;
+    while ((r = read(fd, buf, sizeof(buf))) > 0)
+        total += (unsigned long long)r;
+    /* The body is what follows the head; the head is short and fixed. */
+    char hdr[256];
+    unsigned long long want = strtoull(bytes, NULL, 10);
+    int hl = snprintf(hdr, sizeof(hdr),
+                      "HTTP/1.1 200 OK\r\nContent-Length: %llu\r\nConnection: close\r\n\r\n", want);
+    return total == want + (unsigned long long)hl ? 0 : 5;
+}
+
 /* ---- session mode: a minimal client of the wire protocol ---- */
 
 static int sock_fd = -1;
@@ -678,7 +784,7 @@ static void emit_json(FILE *f, const char *mode)
         json_str(f, v->name);
         fprintf(f, ",\"command\":");
         char cmd[2048] = "";
-        for (char **a = v->argv; *a; a++) {
+        for (char **a = v->argv; a && *a; a++) {
             if (a != v->argv)
                 strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
             strncat(cmd, *a, sizeof(cmd) - strlen(cmd) - 1);
@@ -801,6 +907,10 @@ int main(int argc, char **argv)
     if (argc < 2)
         return usage();
     const char *mode = argv[1];
+    if (!strcmp(mode, "http-source") && argc == 3)
+        return http_source(argv[2]);
+    if (!strcmp(mode, "http-fetch") && argc == 5)
+        return http_fetch(argv[2], argv[3], argv[4]);
     if (strcmp(mode, "time") && strcmp(mode, "throughput") && strcmp(mode, "rss") &&
         strcmp(mode, "session"))
         return usage();

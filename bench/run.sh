@@ -43,9 +43,9 @@ FLUEBOX=$(cd "$(dirname "$FLUEBOX")" && pwd)/$(basename "$FLUEBOX")
 
 # Repetitions: enough for a stable median and a meaningful p99 on a noisy
 # 2-core machine; --quick divides them.
-R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5
+R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15
 if [ "$QUICK" = 1 ]; then
-    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2
+    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4
 fi
 
 # ---- setup ---------------------------------------------------------------
@@ -210,21 +210,70 @@ group_rss() {
     measure rss "memory: peak RSS of the sandbox process itself" bwrap unshare
 }
 
-# Rows for features that are not there yet: measured once `fluebox serve`
-# and the egress relay exist; until then each says why it is skipped.
+# Sessions: round trips through `fluebox serve` on a private socket, with a
+# warm pool of 2. Skipped (with the reason) when the build has no server.
 group_sessions() {
-    if ! "$FLUEBOX" serve --help >/dev/null 2>&1 || ! "$FLUEBOX" session ls >/dev/null 2>&1; then
-        skip "sessions: session.create (pool / no pool), exec round trip, file.read/write 4 KB and 10 MB" \
-            "fluebox serve is not available in this build yet"
+    local title="sessions: round trips through fluebox serve"
+    if ! "$FLUEBOX" serve --help >/dev/null 2>&1; then
+        skip "$title" "fluebox serve is not available in this build"
         return
     fi
-    skip "sessions: session.create (pool / no pool), exec round trip, file.read/write 4 KB and 10 MB" \
-        "the server exists, but these rows are not written yet"
+    local dir pid
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/fbbench-serve.XXXXXX")
+    "$FLUEBOX" serve --socket "$dir/sock" --pool 2 </dev/null >"$dir/log" 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+        [ -S "$dir/sock" ] && break
+        sleep 0.05
+    done
+    if [ -S "$dir/sock" ]; then
+        env -i PATH=/usr/bin:/bin "$FBBENCH" session --socket "$dir/sock" --reps "$R_SESS" \
+            --warmup 3 --title "$title" --json "$JSONL" --md "$MD" ||
+            echo "bench: group \"$title\" failed" >&2
+    else
+        skip "$title" "fluebox serve did not start: $(tail -n 1 "$dir/log")"
+    fi
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rm -rf "$dir"
 }
 
+# Egress: 256 MB over HTTP from a server on the host's loopback, fetched
+# directly and through fluebox's allowlist relay (--allow-net with
+# --egress-resolve pointing the name at the local server). The 0-byte fetch
+# through the relay is the fixed cost (sandbox start, DNS, connect) that the
+# throughput figure under the targets subtracts.
 group_egress() {
-    skip "egress: relay throughput next to a direct loopback transfer" \
-        "the egress relay is not measured yet"
+    local title="egress: 256 MB over HTTP from a host loopback server"
+    if ! "$FLUEBOX" --help 2>&1 | grep -q -- --egress-resolve; then
+        skip "$title" "this build has no egress relay (--egress-resolve)"
+        return
+    fi
+    local dir pid port size=268435456
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/fbbench-egress.XXXXXX")
+    "$FBBENCH" http-source "$dir/port" </dev/null >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do
+        [ -s "$dir/port" ] && break
+        sleep 0.05
+    done
+    port=$(cat "$dir/port" 2>/dev/null)
+    if [ -z "$port" ]; then
+        skip "$title" "the loopback HTTP source did not start"
+    else
+        local relay=("$FLUEBOX" run --profile standard --allow-net "bench.test:$port"
+            --egress-resolve "bench.test:$port=127.0.0.1:$port"
+            --ro-bind "$(dirname "$FBBENCH"):/bench" -- /bench/fbbench http-fetch bench.test "$port")
+        add direct "$FBBENCH" http-fetch 127.0.0.1 "$port" "$size"
+        add fluebox-relay "${relay[@]}" "$size"
+        add fluebox-relay-0B "${relay[@]}" 0
+        REPS=$R_EGRESS
+        NOTE="direct: the same client on the host. fluebox-relay-0B: a 0-byte body through the relay, the fixed cost of a run (sandbox, DNS, connect)."
+        measure time "$title" direct
+    fi
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    rm -rf "$dir"
 }
 
 # ---- run ------------------------------------------------------------------
@@ -264,7 +313,7 @@ import json, sys
 groups = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 def get(title_start, name):
     for g in groups:
-        if g["kind"] == "time" and g["title"].startswith(title_start):
+        if g["title"].startswith(title_start):
             for v in g["variants"]:
                 if v["name"] == name:
                     return v
@@ -289,6 +338,18 @@ for title, label in (("cold start: /bin/true", "back to back"),
         r = fl["median_ms"] / bw["median_ms"]
         line(f"cold start {label}, fluebox strict with cgroup limits / bwrap (medians)",
              f"{r:.2f}x", "<= 0.8x", r <= 0.8)
+m = get("sessions", "session.create (warm pool)")
+if m and m.get("median_ms") is not None:
+    line("session.create from the warm pool (median)", f"{m['median_ms']:.2f} ms", "<= 1 ms",
+         m["median_ms"] <= 1.0)
+d, r, r0 = (get("egress", n) for n in ("direct", "fluebox-relay", "fluebox-relay-0B"))
+if d and r and r0 and d["median_ms"] and r["median_ms"] and r0["median_ms"] is not None:
+    mb = 256.0
+    direct = mb / (d["median_ms"] / 1000)
+    relay = mb / (max(r["median_ms"] - r0["median_ms"], 0.001) / 1000)
+    line("egress relay throughput / direct loopback",
+         f"{relay:.0f} MB/s / {direct:.0f} MB/s = {relay / direct:.2f}x", ">= 0.8x",
+         relay / direct >= 0.8)
 m = get("memory", "fluebox-strict")
 if m and m.get("self_hwm_kb"):
     kb = m["self_hwm_kb"]
