@@ -441,7 +441,8 @@ static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque
     cleanup_close int hdir = host_dir ? open_dir(s->c->host, path, false) : -1;
     size_t n = 0;
     char **names = list_dir(udir, &n);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n && rc == 0; i++) {
         char *child = join(path, names[i]);
         rc = scan_entry(s, udir, hdir, names[i], child, err);
@@ -452,7 +453,7 @@ static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque
         size_t hn = 0;
         char **hnames = list_dir(hdir, &hn);
         for (size_t i = 0; i < hn && rc == 0; i++) {
-            if (bsearch(&hnames[i], names, n, sizeof *names, cmp_str))
+            if (n && bsearch(&hnames[i], names, n, sizeof *names, cmp_str))
                 continue;
             struct stat hst;
             if (fstatat(hdir, hnames[i], &hst, AT_SYMLINK_NOFOLLOW) < 0)
@@ -537,7 +538,8 @@ int changes_scan(struct fb_cow *c, struct fb_changes *out, struct fb_err *err)
         changes_free(out);
         return -1;
     }
-    qsort(out->v, out->n, sizeof *out->v, cmp_change);
+    if (out->n > 1)
+        qsort(out->v, out->n, sizeof *out->v, cmp_change);
     find_renames(c, out);
     out->upper_full = cow_upper_full(c);
     return 0;

@@ -96,15 +96,34 @@ int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow
     c->inside_uid = p->uid;
     c->inside_gid = p->gid;
     c->disk = p->limits.disk;
-    /* The coarse clock is what file timestamps are taken from, so any
-     * change made after this moment has a ctime at or after it. */
-    clock_gettime(CLOCK_REALTIME_COARSE, &c->start);
+    /* Conflicts are host entries whose ctime is at or after this. Taken
+     * from the fine clock, so nothing changed before now can look newer;
+     * cow_attach() then waits until the coarse clock, which most
+     * timestamps come from, has passed it, so nothing changed after the
+     * command starts can look older. */
+    clock_gettime(CLOCK_REALTIME, &c->start);
     if (p->cow_upper) {
         c->persistent = true;
         persistent_start(c, p->cow_upper);
     }
     *out = c;
     return 0;
+}
+
+/* Wait (at most one clock tick, usually not at all: setting up the
+ * sandbox took longer) until file timestamps taken from now on are at or
+ * after c->start. */
+static void wait_coarse_past_start(const struct fb_cow *c)
+{
+    for (int i = 0; i < 1000; i++) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        if (now.tv_sec > c->start.tv_sec ||
+            (now.tv_sec == c->start.tv_sec && now.tv_nsec >= c->start.tv_nsec))
+            return;
+        struct timespec nap = {0, 500000};
+        nanosleep(&nap, NULL);
+    }
 }
 
 int cow_attach(struct fb_cow *c, int *fds, size_t nfds, struct fb_err *err)
@@ -128,6 +147,9 @@ int cow_attach(struct fb_cow *c, int *fds, size_t nfds, struct fb_err *err)
     c->upper = changes_open_beneath(c->store, "upper", O_RDONLY | O_DIRECTORY, 0);
     if (c->upper < 0)
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: opening the upper layer");
+    /* The command starts only after this message is handled and READY
+     * comes: from then on every host change is seen as one. */
+    wait_coarse_past_start(c);
     return 0;
 }
 
@@ -573,7 +595,8 @@ static int reset_live(struct fb_cow *c, struct fb_err *err)
     free(c->base);
     c->base = NULL;
     c->nbase = 0;
-    clock_gettime(CLOCK_REALTIME_COARSE, &c->start);
+    clock_gettime(CLOCK_REALTIME, &c->start);
+    wait_coarse_past_start(c);
     return 0;
 }
 
