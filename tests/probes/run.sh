@@ -3,10 +3,14 @@
 # built-in profile, and once with no sandbox at all, then print a table and a
 # last line "N passed, N failed". Exit status 0 only when nothing failed.
 #
+# Modes (columns): none (no sandbox), strict, standard, trusted (each profile
+# as it comes), trusted+hostnet (trusted with --net host, which that profile
+# permits), and with --bwrap an informational bubblewrap column.
+#
 # What passes:
 #   * strict: every probe BLOCKED.
-#   * standard, trusted: BLOCKED, or ESCAPED where ALLOWED below says the
-#     profile allows that on purpose (and why).
+#   * standard, trusted, trusted+hostnet: BLOCKED, or ESCAPED where ALLOWED
+#     below says that mode allows it on purpose (and why).
 #   * no sandbox: the probes in MUST_ESCAPE* report ESCAPED and at least
 #     MIN_ESCAPE_PCT percent of all probes do: a probe that cannot detect its
 #     escape when nothing stands in the way proves nothing under a sandbox.
@@ -31,7 +35,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 FLUEBOX=${FLUEBOX:-${FB:-$ROOT/fluebox}}
 BUILD=$HERE/build
-PROFILES="strict standard trusted"
+PROFILES="strict standard trusted trusted+hostnet"
 ONLY=""
 WITH_BWRAP=0
 RUN_USER=1
@@ -56,12 +60,13 @@ CAPS=(pids_cap=256 mem_cap=256 fill_cap=128 timeout=20)
 # printed under the table. Keep this short: everything else must be blocked
 # under every profile. The README's threat model says the same.
 declare -A ALLOWED=(
-    # trusted may run in the host's network namespace (--net host is
-    # permitted there): host loopback services, the host's abstract unix
-    # sockets and the host's resolver are then reachable by design.
-    [host_loopback:trusted]="trusted may share the host network namespace"
-    [abstract_unix:trusted]="trusted may share the host network namespace (abstract sockets belong to it)"
-    [dns_external:trusted]="trusted may share the host network namespace (host resolver reachable)"
+    # trusted with --net host runs in the host's network namespace, which that
+    # profile permits: host loopback services, the host's abstract unix
+    # sockets and the host's resolver are then reachable by design. Plain
+    # trusted (network none) must block them like the others.
+    [host_loopback:trusted+hostnet]="--net host shares the host network namespace"
+    [abstract_unix:trusted+hostnet]="--net host shares the host network namespace (abstract sockets belong to it)"
+    [dns_external:trusted+hostnet]="--net host shares the host network namespace (host resolver reachable)"
 )
 
 # With no sandbox these must report ESCAPED whoever runs them: they need no
@@ -254,7 +259,11 @@ run_one() {
         # sh records the pid fluebox will have, then becomes fluebox.
         # shellcheck disable=SC2016 # expanded by that sh, not here
         cmd+=(sh -c 'echo $$ >>"$0"; exec "$@"' "$FBPIDS")
-        cmd+=("$FLUEBOX" run --profile "$mode" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
+        local profile=${mode%%+*} extra=()
+        case "$mode" in
+        *+hostnet) extra=(--net host) ;;
+        esac
+        cmd+=("$FLUEBOX" run --profile "$profile" "${extra[@]}" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
             --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
             --ro-bind "$TMP/bin:/probes" --ro-bind "$TMP/bindsrc:/data"
             -- "/probes/$p" "${CTX[@]}" data=/data fill=/tmp)
@@ -306,8 +315,13 @@ done
 # ---- table and verdicts ---------------------------------------------------
 declare -A CELL
 escapes_none=0
+declare -A W
+for m in $MODES; do
+    W[$m]=9
+    [ ${#m} -gt 9 ] && W[$m]=${#m}
+done
 printf '\n%-16s' probe
-for m in $MODES; do printf ' %-9s' "$m"; done
+for m in $MODES; do printf ' %-*s' "${W[$m]}" "$m"; done
 printf '\n'
 for p in "${PROBES[@]}"; do
     printf '%-16s' "$p"
@@ -340,7 +354,7 @@ for p in "${PROBES[@]}"; do
             ;;
         esac
         CELL[$p:$m]=$v
-        printf ' %-9s' "$cell"
+        printf ' %-*s' "${W[$m]}" "$cell"
     done
     printf '\n'
 done
