@@ -4,7 +4,8 @@
  * not dropped yet. Taking it over is a way up (runc CVE-2016-9962: the
  * container's init could be ptraced while it still held host descriptors).
  * Tries PTRACE_SEIZE (which does not stop it), opening its /proc/PID/mem for
- * writing (nothing is written), reading its memory, and opening its fds. */
+ * writing (nothing is written), reading its memory, copying one of its fds
+ * with pidfd_getfd, and opening its fds through /proc. */
 #include "probe.h"
 #include <sys/ptrace.h>
 #include <sys/uio.h>
@@ -59,6 +60,26 @@ static void probe_attempt(struct probe_res *r)
             res_note(r, "process_vm_readv: %s", ename(errno));
     } else {
         res_note(r, "maps: %s", ename(errno));
+    }
+
+    /* pidfd_getfd: copy a descriptor out of it, without /proc. */
+    int pfd = (int)syscall(SYS_pidfd_open, t, 0);
+    if (pfd >= 0) {
+        int got = -1, err = 0;
+        for (int fd = 0; fd < 64 && got < 0; fd++) {
+            got = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+            if (got < 0 && errno != EBADF)
+                err = errno;
+        }
+        if (got >= 0) {
+            close(got);
+            res_escape(r, "pidfd_getfd copied one of the launcher's descriptors");
+        } else {
+            res_note(r, "pidfd_getfd: %s", ename(err ? err : EBADF));
+        }
+        close(pfd);
+    } else {
+        res_note(r, "pidfd_open: %s", ename(errno));
     }
 
     snprintf(path, sizeof(path), "/proc/%d/fd", (int)t);
