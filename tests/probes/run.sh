@@ -74,7 +74,7 @@ declare -A ALLOWED=(
 MUST_ESCAPE_ANY="host_secret write_outside robind_write bind_traversal proc_pid_root
   host_proc_see host_signal host_vm_readv host_loopback abstract_unix dns_external ipc_host
   env_leak inherited_fds fork_bomb mem_bomb tmp_fill caps_left no_new_privs
-  seccomp_on personality proc_self_exe sysfs init_tamper"
+  seccomp_on personality proc_self_exe sysfs init_tamper session_files"
 # ... and these too when root runs them (they need capabilities).
 MUST_ESCAPE_ROOT="mount umount pivot_root chroot clone_ns unshare_ns setns
   userns_nested mknod af_packet netlink_route proc_sys_write reboot swapon
@@ -117,16 +117,20 @@ if [ "$BUILD_FIRST" = 1 ]; then
 fi
 [ -x "$BUILD/helper/fbhost" ] || die "probes not built (make probes)"
 
+# session_files is not a program run in a sandbox: the runner's helper does it
+# from the host, through the session API of `fluebox serve` (see
+# helper/fbhost.c). It joins the table when the binary has a server.
 PROBES=()
 if [ -n "$ONLY" ]; then
     for p in $ONLY; do
-        [ -x "$BUILD/$p" ] || die "no such probe: $p"
+        [ "$p" = session_files ] || [ -x "$BUILD/$p" ] || die "no such probe: $p"
         PROBES+=("$p")
     done
 else
     for f in "$HERE"/*.c; do
         PROBES+=("$(basename "$f" .c)")
     done
+    PROBES+=(session_files)
 fi
 
 if [ -n "$PROFILES" ] && [ ! -x "$FLUEBOX" ]; then
@@ -147,6 +151,10 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/fbprobe.XXXXXX") || die "mktemp failed"
 chmod 755 "$TMP" # the sandbox's bind sources live here
 HELPER_PID=""
 cleanup() {
+    if [ -n "${SERVE_PID:-}" ]; then
+        kill -TERM "$SERVE_PID" 2>/dev/null
+        wait "$SERVE_PID" 2>/dev/null
+    fi
     if [ -n "$HELPER_PID" ]; then
         kill "$HELPER_PID" 2>/dev/null
         wait "$HELPER_PID" 2>/dev/null
@@ -196,6 +204,19 @@ done
 declare -A H
 while IFS='=' read -r k v; do H[$k]=$v; done <"$TMP/helper.info"
 
+# The session server for session_files, as this user, on a private socket.
+SERVE_PID=""
+if [[ " ${PROBES[*]} " == *" session_files "* ]] && [ -n "$PROFILES" ] &&
+    "$FLUEBOX" serve --help >/dev/null 2>&1; then
+    "$FLUEBOX" serve --socket "$TMP/serve.sock" </dev/null >"$TMP/serve.log" 2>&1 &
+    SERVE_PID=$!
+    for _ in $(seq 100); do
+        [ -S "$TMP/serve.sock" ] && break
+        sleep 0.05
+    done
+    [ -S "$TMP/serve.sock" ] || die "fluebox serve did not start: $(tail -n 2 "$TMP/serve.log")"
+fi
+
 HOST_HOSTNAME=$(hostname)
 UTSNS=$(stat -L -c %i /proc/self/ns/uts)
 NETNS=$(stat -L -c %i /proc/self/ns/net)
@@ -204,6 +225,7 @@ NETNS=$(stat -L -c %i /proc/self/ns/net)
 # cgroups of other fluebox users on the machine.
 FBPIDS=$TMP/fluebox.pids
 : >"$FBPIDS"
+[ -n "$SERVE_PID" ] && echo "$SERVE_PID" >>"$FBPIDS"
 cgroups_left() {
     local d pid
     find /sys/fs/cgroup -mindepth 1 -maxdepth 10 -type d -name 'fluebox-*' 2>/dev/null |
@@ -247,7 +269,23 @@ run_one() {
     ln -s "$TMP/secret" "$ws/abs"
     local cmd=()
     [ "$p" = tiocsti ] && cmd+=("$TMP/bin/helper/fbhost" pty --)
+    if [ "$p" = session_files ]; then
+        case "$mode" in
+        none) cmd+=("$TMP/bin/helper/fbhost" session-files none none) ;;
+        bwrap) printf 'SKIP\t0\tno session server in bubblewrap\n' >"$out.v"; return ;;
+        *)
+            if [ -z "$SERVE_PID" ]; then
+                printf 'SKIP\t0\tfluebox serve is not available\n' >"$out.v"
+                return
+            fi
+            cmd+=("$TMP/bin/helper/fbhost" session-files "$TMP/serve.sock" "$mode")
+            ;;
+        esac
+        cmd+=("$ws" "$TMP/secret" "$TMP/outside")
+        mode=session
+    fi
     case "$mode" in
+    session) ;;
     none)
         cmd+=("$TMP/bin/$p" "${CTX[@]}" "data=$TMP/bindsrc" "fill=$TMP/fill-$p")
         ;;

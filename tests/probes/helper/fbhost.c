@@ -14,6 +14,18 @@
  *       that to INFOFILE and runs until SIGTERM, until its parent dies, or for
  *       one hour at most.
  *
+ *   fbhost session-files SOCKET|none PROFILE WS SECRET OUTSIDE
+ *       The session_files probe, run on the host: through the session API of
+ *       `fluebox serve` at SOCKET (docs/protocol.md), file operations on a
+ *       session whose workspace is WS must resolve paths inside the sandbox:
+ *       file.read of symlinks the runner planted in WS ("up" -> ../secret,
+ *       "abs" -> SECRET), of "../secret", of SECRET itself and through
+ *       /proc/1/root; file.write through a symlink made inside the sandbox
+ *       that points at OUTSIDE on the host, and straight at OUTSIDE. With
+ *       "none" instead of a socket it does the same on the host directly,
+ *       to show each path does lead to the secret when nothing isolates.
+ *       Prints one probe verdict line.
+ *
  *   fbhost pty -- CMD [ARGS...]
  *       Runs CMD in a new session whose controlling terminal is a fresh
  *       pseudo-terminal, with that terminal as stdin (stdout and stderr are
@@ -28,6 +40,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +52,7 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,6 +243,204 @@ static int serve(const char *infofile, const char *tag)
     return 0;
 }
 
+/* ---- session_files: the session API's file operations ---- */
+
+static int sfd = -1;
+static char sbuf[1 << 20];
+static size_t slen;
+static long sid_counter = 1;
+
+/* One request, one response line (into line, truncated to cap). */
+static int srpc(const char *req, char *line, size_t cap)
+{
+    size_t n = strlen(req);
+    if (write(sfd, req, n) != (ssize_t)n)
+        return -1;
+    for (;;) {
+        char *nl = memchr(sbuf, '\n', slen);
+        if (nl) {
+            size_t k = (size_t)(nl - sbuf);
+            size_t c = k < cap - 1 ? k : cap - 1;
+            memcpy(line, sbuf, c);
+            line[c] = 0;
+            memmove(sbuf, nl + 1, slen - k - 1);
+            slen -= k + 1;
+            return 0;
+        }
+        if (slen == sizeof(sbuf))
+            slen = 0; /* an oversized line: drop what we have */
+        ssize_t r = read(sfd, sbuf + slen, sizeof(sbuf) - slen);
+        if (r <= 0)
+            return -1;
+        slen += (size_t)r;
+    }
+}
+
+struct verdict {
+    int escaped;
+    char detail[2048];
+};
+
+static void vnote(struct verdict *v, int esc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void vnote(struct verdict *v, int esc, const char *fmt, ...)
+{
+    size_t l = strlen(v->detail);
+    if (l && l < sizeof(v->detail) - 2)
+        strcat(v->detail, "; "), l += 2;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->detail + l, sizeof(v->detail) - l, fmt, ap);
+    va_end(ap);
+    if (esc)
+        v->escaped = 1;
+}
+
+/* The error code of a response, or "ok". */
+static const char *rcode(const char *line, char *buf, size_t cap)
+{
+    const char *p = strstr(line, "\"code\":\"");
+    if (!p || !strstr(line, "\"error\""))
+        return "ok";
+    p += 8;
+    size_t n = strcspn(p, "\"");
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    return buf;
+}
+
+static int session_files(const char *sock, const char *profile, const char *ws,
+                         const char *secret, const char *outside)
+{
+    struct verdict v = {0};
+    const char *base = strrchr(secret, '/');
+    base = base ? base + 1 : secret;
+    char reads[6][4096];
+    snprintf(reads[0], sizeof(reads[0]), "up");
+    snprintf(reads[1], sizeof(reads[1]), "abs");
+    snprintf(reads[2], sizeof(reads[2]), "../%s", base);
+    snprintf(reads[3], sizeof(reads[3]), "%s", secret);
+    snprintf(reads[4], sizeof(reads[4]), "/proc/1/root%s", secret);
+    snprintf(reads[5], sizeof(reads[5]), "/proc/self/root%s", secret);
+    char target[4096], direct[4096];
+    snprintf(target, sizeof(target), "%s/written-via-session-symlink", outside);
+    snprintf(direct, sizeof(direct), "%s/written-via-session-path", outside);
+
+    if (strcmp(sock, "none") == 0) {
+        /* No sandbox: the same paths, relative to the workspace, on the host. */
+        if (chdir(ws) < 0)
+            return die(ws);
+        for (int i = 0; i < 6; i++) {
+            char buf[256] = "";
+            int fd = open(reads[i], O_RDONLY | O_CLOEXEC);
+            ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+            if (fd >= 0)
+                close(fd);
+            if (n > 0 && strstr(buf, "FLUEBOX-SECRET-"))
+                vnote(&v, 1, "read the secret via %s", reads[i]);
+        }
+        if (symlink(target, "wlink-by-probe") == 0) {
+            int fd = open("wlink-by-probe", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+            if (fd >= 0) {
+                close(fd);
+                vnote(&v, 1, "wrote %s through a symlink", target);
+            }
+            unlink("wlink-by-probe");
+        }
+        unlink(target);
+        printf("%s session_files: %s\n", v.escaped ? "ESCAPED" : "BLOCKED",
+               v.detail[0] ? v.detail : "-");
+        return 0;
+    }
+
+    sfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    if (sfd < 0 || strlen(sock) >= sizeof(a.sun_path))
+        return die("socket");
+    memcpy(a.sun_path, sock, strlen(sock));
+    if (connect(sfd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        return die(sock);
+
+    static char req[32768], line[65536];
+    char code[64];
+    const char *net = "";
+    char prof[64];
+    snprintf(prof, sizeof(prof), "%s", profile);
+    char *plus = strchr(prof, '+');
+    if (plus) { /* trusted+hostnet */
+        *plus = 0;
+        net = ",\"network\":\"host\"";
+    }
+    snprintf(req, sizeof(req),
+             "{\"id\":%ld,\"method\":\"session.create\",\"params\":{\"profile\":\"%s\","
+             "\"workspace\":\"%s\",\"pool\":false%s}}\n",
+             sid_counter++, prof, ws, net);
+    if (srpc(req, line, sizeof(line)) < 0)
+        return die("session.create");
+    char *p = strstr(line, "\"session\":\"s-");
+    if (!p) {
+        printf("ERROR session_files: session.create: %.300s\n", line);
+        return 0;
+    }
+    char sid[64];
+    p += 11;
+    size_t n = strcspn(p, "\"");
+    if (n >= sizeof(sid))
+        n = sizeof(sid) - 1;
+    memcpy(sid, p, n);
+    sid[n] = 0;
+
+    for (int i = 0; i < 6; i++) {
+        snprintf(req, sizeof(req),
+                 "{\"id\":%ld,\"method\":\"file.read\",\"params\":{\"session\":\"%s\",\"path\":\"%s\"}}\n",
+                 sid_counter++, sid, reads[i]);
+        if (srpc(req, line, sizeof(line)) < 0)
+            return die("file.read");
+        if (strstr(line, "FLUEBOX-SECRET-"))
+            vnote(&v, 1, "file.read %s returned the host secret", reads[i]);
+        else
+            vnote(&v, 0, "read %s: %s", reads[i], rcode(line, code, sizeof(code)));
+    }
+    /* A symlink made inside the sandbox, pointing at a host path. */
+    snprintf(req, sizeof(req),
+             "{\"id\":%ld,\"method\":\"exec\",\"params\":{\"session\":\"%s\",\"argv\":"
+             "[\"/bin/ln\",\"-s\",\"%s\",\"/workspace/wlink-by-probe\"]}}\n",
+             sid_counter++, sid, target);
+    if (srpc(req, line, sizeof(line)) < 0)
+        return die("exec");
+    snprintf(req, sizeof(req),
+             "{\"id\":%ld,\"method\":\"file.write\",\"params\":{\"session\":\"%s\","
+             "\"path\":\"wlink-by-probe\",\"data\":\"x\"}}\n",
+             sid_counter++, sid);
+    if (srpc(req, line, sizeof(line)) < 0)
+        return die("file.write");
+    vnote(&v, 0, "write via symlink: %s", rcode(line, code, sizeof(code)));
+    snprintf(req, sizeof(req),
+             "{\"id\":%ld,\"method\":\"file.write\",\"params\":{\"session\":\"%s\","
+             "\"path\":\"%s\",\"data\":\"x\",\"parents\":true}}\n",
+             sid_counter++, sid, direct);
+    if (srpc(req, line, sizeof(line)) < 0)
+        return die("file.write");
+    vnote(&v, 0, "write %s: %s", direct, rcode(line, code, sizeof(code)));
+    struct stat st;
+    if (lstat(target, &st) == 0) {
+        vnote(&v, 1, "%s appeared on the host", target);
+        unlink(target);
+    }
+    if (lstat(direct, &st) == 0) {
+        vnote(&v, 1, "%s appeared on the host", direct);
+        unlink(direct);
+    }
+    snprintf(req, sizeof(req),
+             "{\"id\":%ld,\"method\":\"session.destroy\",\"params\":{\"session\":\"%s\"}}\n",
+             sid_counter++, sid);
+    srpc(req, line, sizeof(line));
+    printf("%s session_files: %s\n", v.escaped ? "ESCAPED" : "BLOCKED", v.detail);
+    return 0;
+}
+
 static int run_with_pty(char **argv)
 {
     int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -268,6 +480,9 @@ int main(int argc, char **argv)
         return serve(argv[2], argv[3]);
     if (argc >= 4 && strcmp(argv[1], "pty") == 0 && strcmp(argv[2], "--") == 0)
         return run_with_pty(argv + 3);
-    fprintf(stderr, "usage: fbhost serve INFOFILE TAG | fbhost pty -- CMD [ARGS...]\n");
+    if (argc == 7 && strcmp(argv[1], "session-files") == 0)
+        return session_files(argv[2], argv[3], argv[4], argv[5], argv[6]);
+    fprintf(stderr, "usage: fbhost serve INFOFILE TAG | fbhost pty -- CMD [ARGS...]\n"
+                    "       fbhost session-files SOCKET|none PROFILE WS SECRET OUTSIDE\n");
     return 2;
 }
