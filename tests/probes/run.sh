@@ -188,7 +188,9 @@ mkdir -p "$TMP/outside" "$TMP/bindsrc" "$TMP/bin/helper" "$TMP/out"
 printf 'read-only data\n' >"$TMP/bindsrc/data.txt"
 ln -s ../secret "$TMP/bindsrc/up"
 ln -s "$TMP/secret" "$TMP/bindsrc/abs"
-for p in "${PROBES[@]}"; do cp "$BUILD/$p" "$TMP/bin/"; done
+for p in "${PROBES[@]}"; do
+    [ "$p" = session_files ] || cp "$BUILD/$p" "$TMP/bin/"
+done
 cp "$BUILD/helper/fbhost" "$TMP/bin/helper/"
 
 # The helper runs from $TMP (its cwd is a way to the secret for proc_pid_root)
