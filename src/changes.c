@@ -99,30 +99,58 @@ static const char *kind_name(char k)
 }
 
 /* The sandbox may leave files it owns unreadable (chmod 000). When we are
- * their owner (fluebox unprivileged) make them readable in the upper layer
- * before giving up; as root this never happens. */
-static int open_upper_entry(int dirfd, const char *name, int flags)
+ * their owner (fluebox unprivileged; root needs none of this) we add the
+ * owner's read (and, for a directory, search) permission in the upper
+ * layer. A file gets its mode back at once, its fd stays readable; a
+ * directory stays open until changes_restore_modes(), because every lookup
+ * inside it needs the search permission. */
+static int open_upper_entry(struct fb_cow *c, int dirfd, const char *name, int flags)
 {
     int fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
     if (fd >= 0 || errno != EACCES)
         return fd;
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid())
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_uid != geteuid() ||
+        S_ISLNK(st.st_mode)) {
+        errno = EACCES;
         return -1;
-    mode_t add = S_ISDIR(st.st_mode) ? 0500 : 0400;
-    if (fchmodat(dirfd, name, (st.st_mode & 07777) | add, 0) < 0)
+    }
+    bool dir = S_ISDIR(st.st_mode);
+    if (fchmodat(dirfd, name, (st.st_mode & 07777) | (dir ? 0700 : 0400), 0) < 0)
         return -1;
     fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
     int e = errno;
-    fchmodat(dirfd, name, st.st_mode & 07777, 0);
+    if (!dir) {
+        fchmodat(dirfd, name, st.st_mode & 07777, 0);
+    } else {
+        c->fix = fb_xrealloc(c->fix, (c->nfix + 1) * sizeof *c->fix);
+        c->fix[c->nfix].dirfd = dup(dirfd);
+        c->fix[c->nfix].name = fb_xstrdup(name);
+        c->fix[c->nfix].mode = st.st_mode & 07777;
+        c->nfix++;
+    }
     errno = e;
     return fd;
 }
 
-/* Open directory `path` below root (upper layer or host), one component
- * at a time for the upper layer so an unreadable directory can be
- * recovered. */
-static int open_dir(int root, const char *path, bool upper)
+void changes_restore_modes(struct fb_cow *c)
+{
+    /* Deepest first: the reverse of the order they were opened up. */
+    while (c->nfix > 0) {
+        struct fb_cow_fix *f = &c->fix[--c->nfix];
+        if (f->dirfd >= 0) {
+            fchmodat(f->dirfd, f->name, f->mode, 0);
+            close(f->dirfd);
+        }
+        free(f->name);
+    }
+    free(c->fix);
+    c->fix = NULL;
+}
+
+/* Open directory `path` below root (upper layer or host); for the upper
+ * layer, component by component when one of them is not searchable. */
+static int open_dir(struct fb_cow *c, int root, const char *path, bool upper)
 {
     int fd = changes_open_beneath(root, path, O_RDONLY | O_DIRECTORY, 0);
     if (fd >= 0 || !upper || errno != EACCES)
@@ -130,10 +158,21 @@ static int open_dir(int root, const char *path, bool upper)
     char parent[4096];
     const char *name;
     split(path, parent, sizeof parent, &name);
-    cleanup_close int pfd = open_dir(root, parent, true);
+    cleanup_close int pfd = open_dir(c, root, parent, true);
     if (pfd < 0)
         return -1;
-    return open_upper_entry(pfd, name, O_RDONLY | O_DIRECTORY);
+    return open_upper_entry(c, pfd, name, O_RDONLY | O_DIRECTORY);
+}
+
+int changes_open_upper(struct fb_cow *c, const char *path, int flags)
+{
+    char parent[4096];
+    const char *name;
+    split(path, parent, sizeof parent, &name);
+    cleanup_close int d = open_dir(c, c->upper, parent, true);
+    if (d < 0)
+        return -1;
+    return open_upper_entry(c, d, name, flags);
 }
 
 static int read_fd_all(int fd, struct fb_text *out)
@@ -151,12 +190,13 @@ static int read_fd_all(int fd, struct fb_text *out)
     }
 }
 
-static int read_entry(int root, const char *path, char kind, bool upper, struct fb_text *out)
+static int read_entry(struct fb_cow *c, int root, const char *path, char kind, bool upper,
+                      struct fb_text *out)
 {
     char parent[4096];
     const char *name;
     split(path, parent, sizeof parent, &name);
-    cleanup_close int d = open_dir(root, parent, upper);
+    cleanup_close int d = open_dir(c, root, parent, upper);
     if (d < 0)
         return -1;
     if (kind == FB_K_LINK) {
@@ -168,7 +208,7 @@ static int read_entry(int root, const char *path, char kind, bool upper, struct 
         return 0;
     }
     int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY;
-    cleanup_close int f = upper ? open_upper_entry(d, name, flags)
+    cleanup_close int f = upper ? open_upper_entry(c, d, name, flags)
                                 : openat(d, name, flags | O_NOFOLLOW | O_CLOEXEC);
     if (f < 0)
         return -1;
@@ -185,12 +225,12 @@ static int read_entry(int root, const char *path, char kind, bool upper, struct 
 
 int changes_read_upper(struct fb_cow *c, const char *path, char kind, struct fb_text *out)
 {
-    return read_entry(c->upper, path, kind, true, out);
+    return read_entry(c, c->upper, path, kind, true, out);
 }
 
 int changes_read_host(struct fb_cow *c, const char *path, char kind, struct fb_text *out)
 {
-    return read_entry(c->host, path, kind, false, out);
+    return read_entry(c, c->host, path, kind, false, out);
 }
 
 /* Are two open regular files byte-for-byte equal? */
@@ -237,11 +277,11 @@ static void skipped(struct scan *s, const char *path, const char *why)
     o->skipped[o->nskipped++] = fb_xasprintf("%s: %s", path, why);
 }
 
-/* Names in a directory, sorted. */
+/* Names in a directory (not sorted). */
 static char **list_dir(int dfd, size_t *n)
 {
     *n = 0;
-    int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0); /* not openat("."): needs search permission */
     if (fd < 0)
         return NULL;
     DIR *d = fdopendir(fd);
@@ -339,7 +379,7 @@ static void compare_same(struct scan *s, int udir, int hdir, const char *name, c
             content = true;
         } else {
             int flags = O_RDONLY | O_NONBLOCK | O_NOCTTY;
-            cleanup_close int a = open_upper_entry(udir, name, flags);
+            cleanup_close int a = open_upper_entry(s->c, udir, name, flags);
             cleanup_close int b = openat(hdir, name, flags | O_NOFOLLOW | O_CLOEXEC);
             struct stat as, bs;
             content = a < 0 || b < 0 || fstat(a, &as) < 0 || fstat(b, &bs) < 0 ||
@@ -430,7 +470,7 @@ static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque
         return fb_errf(err, FB_EXIT_SETUP, "copy-on-write: %s: too deep", path);
     }
     int rc = 0;
-    cleanup_close int udir = open_dir(s->c->upper, path, true);
+    cleanup_close int udir = open_dir(s->c, s->c->upper, path, true);
     if (udir < 0) {
         s->depth--;
         if (errno == ENOENT || errno == ENOTDIR)
@@ -438,7 +478,7 @@ static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: reading %s in the upper layer",
                         *path ? path : ".");
     }
-    cleanup_close int hdir = host_dir ? open_dir(s->c->host, path, false) : -1;
+    cleanup_close int hdir = host_dir ? open_dir(s->c, s->c->host, path, false) : -1;
     size_t n = 0;
     char **names = list_dir(udir, &n);
     if (n > 1)

@@ -76,6 +76,12 @@ int changes_patch(struct fb_cow *c, const struct fb_changes *ch, const struct fb
  * the upper layer or the host, never following a symlink, never blocking
  * on a fifo. Returns 0, or -1 with errno. */
 int changes_read_upper(struct fb_cow *c, const char *path, char kind, struct fb_text *out);
+/* Open an upper-layer file the same way (flags get O_NOFOLLOW). */
+int changes_open_upper(struct fb_cow *c, const char *path, int flags);
+/* Give back the modes of upper-layer directories that had to be opened up
+ * for reading (fluebox unprivileged, the sandbox made them unsearchable);
+ * call when a whole operation (scan, render, commit) is done. */
+void changes_restore_modes(struct fb_cow *c);
 int changes_read_host(struct fb_cow *c, const char *path, char kind, struct fb_text *out);
 
 /* ---- commit.c ---- */

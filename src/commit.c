@@ -376,13 +376,8 @@ static int write_entry(struct apply *a, const struct fb_change *x)
         /* The source is opened with fluebox's own ids (the upper layer
          * belongs to the sandbox's host id), the target written as the
          * owner. */
-        char up[4096];
-        const char *un;
-        split(x->path, up, sizeof up, &un);
-        cleanup_close int udir = changes_open_beneath(a->c->upper, up, O_RDONLY | O_DIRECTORY, 0);
-        cleanup_close int src = udir >= 0 ? openat(udir, un, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-                                                                 O_NOCTTY | O_CLOEXEC)
-                                          : -1;
+        cleanup_close int src =
+            changes_open_upper(a->c, x->path, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         struct stat ss;
         if (src < 0 || fstat(src, &ss) < 0 || !S_ISREG(ss.st_mode)) {
             if (src >= 0)
@@ -585,6 +580,7 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
     free(a.dirs);
     free(in_way);
     free(v);
+    changes_restore_modes(c);
     if (rc < 0)
         return fb_errf(err, FB_EXIT_SETUP, "commit: %s", res->error);
     return 0;

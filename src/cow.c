@@ -161,6 +161,7 @@ void cow_free(struct fb_cow *c)
     for (size_t i = 0; i < FB_ARRAY_LEN(fds); i++)
         if (fds[i] >= 0)
             close(fds[i]);
+    changes_restore_modes(c);
     for (size_t i = 0; i < c->nbase; i++)
         free(c->base[i].path);
     free(c->base);
@@ -413,6 +414,9 @@ static int empty_dir(int dirfd, int depth)
             rc = -1;
             continue;
         }
+        /* It goes anyway: make sure we may list and empty it (the sandbox
+         * may have made it unsearchable or read-only). */
+        fchmodat(dirfd, e->d_name, 0700, 0);
         int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sub < 0) {
             rc = -1;
@@ -715,5 +719,6 @@ int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, b
     text_free(&text);
     commit_free(&res);
     changes_free(&ch);
+    changes_restore_modes(c);
     return code;
 }

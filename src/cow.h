@@ -21,6 +21,7 @@
 #include "policy.h"
 #include "userns.h"
 
+#include <jansson.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -34,6 +35,13 @@ struct fb_cow_base {
     dev_t dev;
     ino_t ino;
     struct timespec ctime;
+};
+
+/* An upper-layer directory opened up for reading (changes.c). */
+struct fb_cow_fix {
+    int dirfd;
+    char *name;
+    mode_t mode;
 };
 
 struct fb_cow {
@@ -52,6 +60,8 @@ struct fb_cow {
     struct timespec start;   /* host files changed at or after this conflict */
     struct fb_cow_base *base;
     size_t nbase;
+    struct fb_cow_fix *fix;
+    size_t nfix;
 };
 
 /* Supervisor, before the clone: open the host workspace and take the start
@@ -94,6 +104,13 @@ bool cow_upper_full(const struct fb_cow *c);
  * fluebox should use (exit_code, or FB_EXIT_SETUP when a requested commit
  * did not happen or the changes could not be written). */
 int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, bool ran_ok);
+
+/* The session methods workspace.diff, workspace.commit and workspace.reset
+ * (cow_session.c, docs/protocol.md): the result object, or NULL with e
+ * filled. c is the session's sandbox.cow; NULL answers not_supported. */
+struct proto_err;
+json_t *cow_session_method(struct fb_cow *c, const char *method, json_t *params,
+                           struct proto_err *e);
 
 /* Conflict baseline (commit.c). */
 void cow_base_set(struct fb_cow *c, const char *path, const struct stat *st);

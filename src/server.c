@@ -1642,6 +1642,20 @@ static const struct {
     {"file.rm", "rm", F_RM},             {"file.rename", "rename", F_RENAME},
 };
 
+/* workspace.diff / workspace.commit / workspace.reset: answered at once
+ * from the session's upper layer (cow_session.c); not_supported unless the
+ * session was created with "cow": true. */
+static void m_workspace(struct conn *c, json_t *id, const char *method, json_t *params,
+                        struct sess *ss)
+{
+    struct proto_err e = {0};
+    json_t *r = cow_session_method(ss->s->sb.cow, method, params, &e);
+    if (r)
+        send_result(c, id, r);
+    else
+        send_error(c, id, &e);
+}
+
 static void m_file(struct conn *c, json_t *id, const char *method, json_t *params,
                    struct sess *ss)
 {
@@ -1878,8 +1892,6 @@ static void handle_line(struct conn *c, const char *line, size_t len)
         } else if (!strcmp(m, "session.info")) {
             session_touch(ss->s);
             send_result(c, id, session_info(ss->s, running_ids(ss), ss->total_execs));
-        } else if (!strncmp(m, "workspace.", 10)) {
-            send_errf(c, id, "not_supported", "%s is not available yet", m);
         } else if (ss->s->state == SESS_DEAD) {
             send_errf(c, id, "session_dead", "%s", ss->s->death[0] ? ss->s->death : "the session is gone");
         } else if (stopping) {
@@ -1890,6 +1902,8 @@ static void handle_line(struct conn *c, const char *line, size_t len)
                 m_exec(c, id, params, ss);
             else if (!strcmp(m, "exec.kill"))
                 m_exec_kill(c, id, params, ss);
+            else if (!strncmp(m, "workspace.", 10))
+                m_workspace(c, id, m, params, ss); /* copy-on-write: cow_session.c */
             else
                 m_file(c, id, m, params, ss);
         }
