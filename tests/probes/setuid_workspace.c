@@ -5,8 +5,11 @@
  * setuid-root program planted for any host user who can reach it (the reason
  * access to a rootful container runtime's bind mounts is root access). Tries
  * creating the file with the bits (open O_CREAT mode 06755) and adding them
- * later (fchmod, fchmodat); the file is deleted before the verdict. */
+ * later (fchmod, fchmodat), and giving it file capabilities (the
+ * security.capability attribute, CAP_SETUID); the files are deleted before
+ * the verdict. */
 #include "probe.h"
+#include <sys/xattr.h>
 
 static void judge(struct probe_res *r, const char *how, const char *name)
 {
@@ -48,6 +51,12 @@ static void probe_attempt(struct probe_res *r)
         res_note(r, "chmod 02755: %s", ename(errno));
     else
         judge(r, "chmod 02755", b);
+    /* File capabilities: revision 2, effective, CAP_SETUID (7) permitted. */
+    uint32_t cap[5] = {0x02000001, 1u << 7, 0, 0, 0};
+    if (setxattr(b, "security.capability", cap, sizeof(cap), 0) == 0)
+        res_escape(r, "security.capability (CAP_SETUID) set on a workspace file");
+    else
+        res_note(r, "file capabilities: %s", ename(errno));
     unlink(b);
 }
 
