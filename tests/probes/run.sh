@@ -26,6 +26,8 @@
 #   --bwrap    adds an informational column: the same probes under bubblewrap
 #              with a layout like fluebox's strict one (never pass/fail).
 #   --verbose  prints every verdict line, not only those of failures.
+#   --markdown FILE  also writes the table as markdown (for the README), with
+#              the machine, the user and the verdict details of escapes.
 #   --tap      also prints "ok - ..." / "not ok - ..." for every check, the
 #              format tests/run.sh (make check) counts. Implied when the
 #              environment names the binary as FB=PATH, as tests/run.sh does.
@@ -43,6 +45,8 @@ PROBE_USER=${PROBE_USER:-fbtest}
 BUILD_FIRST=1
 KEEP=0
 VERBOSE=0
+MD_OUT=""
+MD_APPEND=0
 TAP=0
 [ -n "${FB:-}" ] && TAP=1
 
@@ -100,6 +104,8 @@ while [ $# -gt 0 ]; do
     --user) PROBE_USER=$2; shift ;;
     --no-build) BUILD_FIRST=0 ;;
     --keep) KEEP=1 ;;
+    --markdown) MD_OUT=$2; shift ;;
+    --md-append) MD_APPEND=1 ;;
     --verbose) VERBOSE=1 ;;
     --tap) TAP=1 ;;
     --sub) RUN_USER=0; BUILD_FIRST=0 ;;
@@ -143,6 +149,9 @@ if [ "$WITH_BWRAP" = 1 ] && ! command -v bwrap >/dev/null; then
 fi
 
 ME=$(id -un)
+# The sub-run as another user may not be allowed to ask git (repository owned
+# by root): the parent passes the commit down.
+COMMIT=${FBPROBE_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 IS_ROOT=0
 [ "$(id -u)" = 0 ] && IS_ROOT=1
 
@@ -363,8 +372,10 @@ done
 printf '\n%-16s' probe
 for m in $MODES; do printf ' %-*s' "${W[$m]}" "$m"; done
 printf '\n'
+MD_ROWS=()
 for p in "${PROBES[@]}"; do
     printf '%-16s' "$p"
+    md_row="| $p |"
     for m in $MODES; do
         IFS=$'\t' read -r v rc detail <"$TMP/out/$p.$m.v"
         cell=$v
@@ -395,8 +406,10 @@ for p in "${PROBES[@]}"; do
         esac
         CELL[$p:$m]=$v
         printf ' %-*s' "${W[$m]}" "$cell"
+        md_row="$md_row $cell |"
     done
     printf '\n'
+    MD_ROWS+=("$md_row")
 done
 
 # No sandbox: the probes must be able to see an escape.
@@ -473,6 +486,32 @@ if [ ${#FAILURES[@]} -gt 0 ]; then
     for f in "${FAILURES[@]}"; do say "  $f"; done
 fi
 
+if [ -n "$MD_OUT" ]; then
+    # shellcheck disable=SC2016 # backquotes are markdown here
+    {
+        [ "$MD_APPEND" = 1 ] || printf '# Escape probes: latest run\n\n'
+        printf '## As %s\n\n' "$ME"
+        printf 'Produced by `tests/probes/run.sh%s` at %s on %s, commit %s.\n' \
+            "$([ "$WITH_BWRAP" = 1 ] && echo ' --bwrap')" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+            "$(uname -sr), $(nproc) CPUs" "$COMMIT"
+        printf 'Sandboxed runs: `--mem %s --pids %s --disk %s`.\n\n' "$MEM" "$PIDS" "$DISK"
+        printf '| probe |'
+        for m in $MODES; do printf ' %s |' "$m"; done
+        printf '\n|---|'
+        for m in $MODES; do printf -- '---|'; done
+        printf '\n'
+        printf '%s\n' "${MD_ROWS[@]}"
+        printf '\n%s passed, %s failed (this user).' "$PASS" "$FAIL"
+        printf ' No sandbox: %s of %s probes escaped.\n' "$escapes_none" "${#PROBES[@]}"
+        if [ ${#FAILURES[@]} -gt 0 ]; then
+            printf '\nFailures:\n\n'
+            for f in "${FAILURES[@]}"; do printf -- '- %s\n' "$f"; done
+        fi
+        printf '\n'
+    } >"$TMP/md.part"
+    if [ "$MD_APPEND" = 1 ]; then cat "$TMP/md.part" >>"$MD_OUT"; else cp "$TMP/md.part" "$MD_OUT"; fi
+fi
+
 # ---- the same as an unprivileged user -------------------------------------
 if [ "$IS_ROOT" = 1 ] && [ "$RUN_USER" = 1 ] && id "$PROBE_USER" >/dev/null 2>&1; then
     say ""
@@ -482,9 +521,16 @@ if [ "$IS_ROOT" = 1 ] && [ "$RUN_USER" = 1 ] && id "$PROBE_USER" >/dev/null 2>&1
     [ "$WITH_BWRAP" = 1 ] && args+=(--bwrap)
     [ "$VERBOSE" = 1 ] && args+=(--verbose)
     [ "$TAP" = 1 ] && args+=(--tap)
+    if [ -n "$MD_OUT" ]; then
+        # The unprivileged run appends its table to a copy it can write.
+        cp "$MD_OUT" "$TMP/sub.md" && chmod 666 "$TMP/sub.md"
+        args+=(--markdown "$TMP/sub.md" --md-append)
+    fi
     subout=$TMP/sub.out
     runuser -u "$PROBE_USER" -- env -i PATH="$PATH" HOME="$TMP" LANG=C.UTF-8 TMPDIR=/tmp \
+        FBPROBE_COMMIT="$COMMIT" \
         bash "$HERE/run.sh" "${args[@]}" </dev/null 2>&1 | tee "$subout"
+    [ -n "$MD_OUT" ] && [ -s "$TMP/sub.md" ] && cp "$TMP/sub.md" "$MD_OUT"
     last=$(tail -n 1 "$subout")
     if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
         PASS=$((PASS + BASH_REMATCH[1]))
