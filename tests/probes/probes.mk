@@ -6,6 +6,8 @@
 #   make redteam    build them and run tests/probes/run.sh against ./fluebox
 #                   (every probe under each built-in profile and with no
 #                   sandbox; as root also as the user fbtest when it exists)
+#   make redteam-report  the same, also writing tests/probes/results.md (the
+#                   tables the README shows) and adding a bubblewrap column
 #
 # The probes are built with their own flags, not the project's CFLAGS: they
 # must be static (the sandbox has no loader of our choosing) and sanitizer
@@ -22,7 +24,7 @@ PROBES_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Werror -static
 # here (dns and files are built into glibc >= 2.34), so keep it quiet.
 PROBES_LDFLAGS := -Wl,--no-warnings
 
-.PHONY: probes redteam probes-clean
+.PHONY: probes redteam redteam-report probes-clean
 
 probes: $(PROBES_BINS) $(PROBES_HELPER)
 
@@ -36,6 +38,9 @@ $(PROBES_HELPER): $(PROBES_DIR)/helper/fbhost.c
 
 redteam: probes fluebox
 	$(PROBES_DIR)/run.sh
+
+redteam-report: probes fluebox
+	$(PROBES_DIR)/run.sh --bwrap --markdown $(PROBES_DIR)/results.md
 
 probes-clean:
 	rm -rf $(PROBES_BUILD)
