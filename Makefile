@@ -81,3 +81,4 @@ clean:
 -include tests/probes/probes.mk
 -include bench/bench.mk
 -include tests/tests.mk
+-include tests/fuzz/fuzz.mk

@@ -3,6 +3,7 @@
 #   deps.sh build   compiler, libseccomp-dev, libjansson-dev, pkg-config
 #   deps.sh test    + what the tests use (curl, openssl, iproute2, python3, nodejs, git)
 #   deps.sh bench   + bubblewrap (the benchmarks compare against it)
+#   deps.sh fuzz    + clang and its libFuzzer runtime (make fuzz, tests/suites/fuzz-profile.sh)
 #   deps.sh all     everything
 # As root it runs apt-get; otherwise it prints the command to run and fails.
 set -e
@@ -11,7 +12,8 @@ case "${1:-build}" in
   build) ;;
   test)  want="$want curl openssl iproute2 python3 git procps util-linux" ;;
   bench) want="$want bubblewrap util-linux python3" ;;
-  all)   want="$want curl openssl iproute2 python3 git procps util-linux bubblewrap" ;;
+  fuzz)  want="$want clang libclang-rt-dev" ;;
+  all)   want="$want curl openssl iproute2 python3 git procps util-linux bubblewrap clang libclang-rt-dev" ;;
   *) echo "deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
 missing=""

@@ -69,6 +69,16 @@ __attribute__((format(printf, 3, 4))) static int perr(struct ld *l, const char *
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    /* Keys and values from the file are echoed: keep the message one line. */
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    char pbuf[256];
+    snprintf(pbuf, sizeof pbuf, "%s", path ? path : "");
+    for (char *c = pbuf; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    path = pbuf;
     if (path && *path)
         return fb_errf(l->err, FB_EXIT_SETUP, "%s: %s: %s", l->label, path, msg);
     return fb_errf(l->err, FB_EXIT_SETUP, "%s: %s", l->label, msg);
@@ -1424,7 +1434,8 @@ char *profile_to_json(const struct fb_policy *p)
     json_object_set_new(o, "namespaces", ns);
     json_object_set_new(o, "uid", json_integer(p->uid));
     json_object_set_new(o, "gid", json_integer(p->gid));
-    json_object_set_new(o, "hostname", json_string(p->hostname ? p->hostname : "fluebox"));
+    if (p->namespaces & FB_NS_UTS) /* no own uts namespace: no hostname of its own */
+        json_object_set_new(o, "hostname", json_string(p->hostname ? p->hostname : "fluebox"));
 
     json_t *sc = json_object();
     char *def = action_str(p->seccomp.default_action, p->seccomp.default_errno);
@@ -1509,8 +1520,10 @@ int cmd_profile(int argc, char **argv)
                 rc = 1;
             } else {
                 char *def = action_str(p.seccomp.default_action, p.seccomp.default_errno);
-                printf("%s: ok (%s%s; %zu seccomp rules, default %s)\n", argv[i],
-                       p.profile_extends ? "extends " : "no extends: starts from nothing",
+                const char *from = p.profile_extends ? "extends "
+                                   : is_file_ref(argv[i]) ? "no extends: starts from fluebox's bare defaults"
+                                                          : "built-in";
+                printf("%s: ok (%s%s; %zu seccomp rules, default %s)\n", argv[i], from,
                        p.profile_extends ? p.profile_extends : "", p.seccomp.nrules, def);
                 free(def);
             }

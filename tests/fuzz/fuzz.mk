@@ -1,0 +1,25 @@
+# tests/fuzz/fuzz.mk — libFuzzer target for the profile parser and the seccomp
+# compiler (tests/fuzz/profile_fuzz.c). Included by the top-level Makefile.
+#
+#   make fuzz                 fuzz for FUZZ_TIME seconds (default 600); new
+#                             inputs go to build/fuzz-corpus, crashes to
+#                             build/fuzz-crash-*
+#   make build/fuzz-profile   just build it (tests/suites/fuzz-profile.sh runs
+#                             it briefly inside make check)
+# Needs clang and its fuzzer runtime: sh scripts/deps.sh fuzz.
+
+FUZZ_CC    ?= clang
+FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+              -fno-sanitize-recover=undefined
+FUZZ_SRC   := $(filter-out src/main.c,$(SRC)) build/profiles.c
+FUZZ_TIME  ?= 600
+
+build/fuzz-profile: tests/fuzz/profile_fuzz.c tests/fuzz/bpf_run.h $(FUZZ_SRC) $(wildcard src/*.h)
+	@mkdir -p build
+	$(FUZZ_CC) $(CPPFLAGS) -iquote tests/fuzz $(FUZZ_FLAGS) -o $@ tests/fuzz/profile_fuzz.c \
+	    $(FUZZ_SRC) $(LIBS)
+
+fuzz: build/fuzz-profile
+	@mkdir -p build/fuzz-corpus
+	build/fuzz-profile -max_total_time=$(FUZZ_TIME) -timeout=20 -dict=tests/fuzz/profile.dict \
+	    -artifact_prefix=build/fuzz-crash- build/fuzz-corpus tests/fuzz/corpus
