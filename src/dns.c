@@ -66,8 +66,6 @@ enum dns_parse dns_parse_query(const uint8_t *msg, size_t len, struct dns_query 
             q->name[o++] = '.';
         for (uint8_t k = 0; k < l; k++) {
             uint8_t c = msg[off + k];
-            if (c >= 'A' && c <= 'Z')
-                c = (uint8_t)(c - 'A' + 'a');
             if (c > 0x20 && c < 0x7f && c != '.' && c != '\\') {
                 q->name[o++] = (char)c;
             } else {

@@ -29,7 +29,8 @@ struct dns_query {
     uint16_t qtype, qclass;
     int rcode;       /* DNS_ERROR_REPLY: FORMERR or NOTIMP */
     size_t qend;     /* offset just past the question */
-    /* The name in presentation form, lower-cased, without the final dot;
+    /* The name in presentation form, as sent (case kept: it is what the
+     * audit log shows), without the final dot;
      * bytes that are not printable ASCII, '.' inside a label and '\\' are
      * written as \DDD (so the log can show anything). name_plain is false
      * when any escape was needed: such a name never matches the allowlist. */

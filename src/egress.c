@@ -38,13 +38,16 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 
-#define BUF_SIZE (64 * 1024)   /* per direction and connection */
+#define BUF_SIZE (64 * 1024)   /* per direction and connection, until relaying */
+#define PIPE_SIZE (256 * 1024) /* splice pipes, per direction, while relaying */
 #define SYNTH_FIRST 2          /* 198.18.0.2 is the first address handed out */
 #define SYNTH_MAX 65536        /* names with an address, per sandbox */
 #define DNS_TTL 300
@@ -107,6 +110,10 @@ struct conn {
     char via[64];        /* "198.18.0.2:443" or "proxy" */
     char dst[INET6_ADDRSTRLEN + 8];
     struct buf up, down; /* up: sandbox -> upstream; down: upstream -> sandbox */
+    /* Relaying with splice(): a pipe per direction; the buffers above then
+     * only hold what was read before relaying started, sent first. */
+    int pu[2], pd[2];
+    size_t pu_fill, pd_fill, pipe_cap;
     bool in_eof, out_eof, up_shut, down_shut;
     uint64_t start_ns, last_ns;
     int64_t bytes_out, bytes_in;
@@ -139,6 +146,7 @@ struct fb_egress {
     size_t hcap;
     int logfd;
     int64_t log_lines;
+    bool splice_ok;        /* SIGPIPE is blocked or ignored in this thread */
     struct fb_net_summary sum;
 };
 
@@ -351,7 +359,15 @@ static size_t dns_answer(struct fb_egress *e, const uint8_t *msg, size_t len, ui
     char tbuf[16];
     const char *type = dns_type_name(q.qtype, tbuf, sizeof tbuf);
     const char *name = q.name[0] ? q.name : ".";
-    const struct fb_allow *a = q.name_plain && q.name[0] ? policy_allow_match(e->p, q.name, 0) : NULL;
+    /* Names match case-insensitively; the log keeps the case as sent. */
+    char lower[sizeof q.name];
+    for (size_t i = 0;; i++) {
+        char ch = q.name[i];
+        lower[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch - 'A' + 'a') : ch;
+        if (!ch)
+            break;
+    }
+    const struct fb_allow *a = q.name_plain && q.name[0] ? policy_allow_match(e->p, lower, 0) : NULL;
     int rcode;
     const char *verdict = "deny", *reason;
     uint32_t a4, *ans = NULL;
@@ -362,7 +378,7 @@ static size_t dns_answer(struct fb_egress *e, const uint8_t *msg, size_t len, ui
         rcode = DNS_RCODE_NXDOMAIN;
         reason = "name not in the allowlist";
     } else if (q.qtype == DNS_TYPE_A) {
-        if (synth_get(e, q.name, &a4)) {
+        if (synth_get(e, lower, &a4)) {
             rcode = DNS_RCODE_NOERROR;
             ans = &a4;
             verdict = "allow";
@@ -439,7 +455,8 @@ static void side_update(struct fb_egress *e, struct side *s, uint32_t want)
 static void conn_update(struct fb_egress *e, struct conn *c)
 {
     uint32_t win = 0, wout = 0;
-    bool can_read_in = !c->in_eof && buf_room(&c->up) > 0;
+    bool spliced = c->pu[0] >= 0;
+    bool can_read_in = !c->in_eof && (spliced ? c->pu_fill < c->pipe_cap : buf_room(&c->up) > 0);
     switch (c->ph) {
     case PH_DNS:
         if (!c->in_eof && buf_len(&c->down) < BUF_SIZE / 2 && buf_room(&c->up) > 0)
@@ -466,13 +483,13 @@ static void conn_update(struct fb_egress *e, struct conn *c)
     case PH_RELAY:
         if (can_read_in)
             win |= EPOLLIN;
-        if (!c->out_eof && buf_room(&c->down) > 0)
+        if (!c->out_eof && (spliced ? c->pd_fill < c->pipe_cap : buf_room(&c->down) > 0))
             wout |= EPOLLIN;
-        if (buf_len(&c->up))
+        if (buf_len(&c->up) || c->pu_fill)
             wout |= EPOLLOUT;
         break;
     }
-    if (buf_len(&c->down))
+    if (buf_len(&c->down) || c->pd_fill)
         win |= EPOLLOUT;
     side_update(e, &c->in, win);
     side_update(e, &c->out, wout);
@@ -496,6 +513,12 @@ static void conn_close_fds(struct fb_egress *e, struct conn *c, bool reset)
         s[i]->fd = -1;
         s[i]->reg = false;
     }
+    int *p[4] = {&c->pu[0], &c->pu[1], &c->pd[0], &c->pd[1]};
+    for (int i = 0; i < 4; i++)
+        if (*p[i] >= 0) {
+            close(*p[i]);
+            *p[i] = -1;
+        }
 }
 
 /* End a connection: log it, close it, free it at the end of the dispatch.
@@ -569,6 +592,7 @@ static struct conn *conn_new(struct fb_egress *e, int fd, enum phase ph)
     c->ph = ph;
     c->in = (struct side){{H_SIDE}, c, fd, 0, false, false};
     c->out = (struct side){{H_SIDE}, c, -1, 0, false, false};
+    c->pu[0] = c->pu[1] = c->pd[0] = c->pd[1] = -1;
     c->up.d = fb_xmalloc(BUF_SIZE);
     c->down.d = fb_xmalloc(BUF_SIZE);
     c->start_ns = fb_now_ns();
@@ -597,6 +621,26 @@ static void reply_and_end(struct fb_egress *e, struct conn *c, const char *statu
 
 static void start_relay(struct fb_egress *e, struct conn *c);
 static void try_connect(struct fb_egress *e, struct conn *c);
+
+/* The way upstream failed or was refused before relaying: a proxy client
+ * gets a status line (403, 502 or 504), a transparent one a reset. */
+static void upstream_fail(struct fb_egress *e, struct conn *c, const char *status,
+                          const char *verdict, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void upstream_fail(struct fb_egress *e, struct conn *c, const char *status,
+                          const char *verdict, const char *fmt, ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (c->proxy && c->ph != PH_FIRST && c->ph != PH_RELAY)
+        reply_and_end(e, c, status, verdict, why);
+    else
+        conn_end(e, c, verdict, true, "%s", why);
+}
+static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in);
 
 /* Is this an address the relay must not connect to for a name resolved on
  * the host? (Explicit --egress-resolve mappings are trusted.) */
@@ -692,14 +736,16 @@ static void start_resolve(struct fb_egress *e, struct conn *c)
         return;
     }
     if (looks_like_ip(c->name)) {
-        conn_end(e, c, "deny", false, "%s looks like an IP address, not a name", c->name);
+        upstream_fail(e, c, "403 Forbidden", "deny", "%s looks like an IP address, not a name",
+                      c->name);
         return;
     }
     if (!e->res) {
         struct fb_err err = {0};
         e->res = hostres_new(&err);
         if (!e->res) {
-            conn_end(e, c, "error", false, "cannot start the resolver: %s", err.msg);
+            upstream_fail(e, c, "502 Bad Gateway", "error", "cannot start the resolver: %s",
+                          err.msg);
             return;
         }
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &e->res_h};
@@ -719,8 +765,9 @@ static void resolver_ready(struct fb_egress *e)
         if (!c || c->ph != PH_RESOLVE)
             continue;
         if (r.gai_err) {
-            conn_end(e, c, "error", false, "cannot resolve %s on the host: %s", c->name,
-                     r.gai_err == EAI_SYSTEM ? strerror(r.sys_err) : gai_strerror(r.gai_err));
+            upstream_fail(e, c, "502 Bad Gateway", "error", "cannot resolve %s on the host: %s",
+                          c->name,
+                          r.gai_err == EAI_SYSTEM ? strerror(r.sys_err) : gai_strerror(r.gai_err));
             continue;
         }
         c->naddr = 0;
@@ -740,12 +787,13 @@ static void resolver_ready(struct fb_egress *e)
         }
         if (!c->naddr) {
             if (why)
-                conn_end(e, c, "deny", false,
-                         "%s resolves to a %s address (%s) on the host; use --egress-resolve "
-                         "to allow that explicitly",
-                         c->name, why, shown);
+                upstream_fail(e, c, "403 Forbidden", "deny",
+                              "%s resolves to a %s address (%s) on the host; use "
+                              "--egress-resolve to allow that explicitly",
+                              c->name, why, shown);
             else
-                conn_end(e, c, "error", false, "%s has no address on the host", c->name);
+                upstream_fail(e, c, "502 Bad Gateway", "error", "%s has no address on the host",
+                              c->name);
             continue;
         }
         c->iaddr = 0;
@@ -802,15 +850,8 @@ static void try_connect(struct fb_egress *e, struct conn *c)
     char a[INET6_ADDRSTRLEN + 8] = "?";
     if (c->naddr)
         addr_str((struct sockaddr *)&c->addr[c->naddr - 1], a, sizeof a);
-    if (c->proxy) {
-        char why[400];
-        snprintf(why, sizeof why, "cannot connect to %s:%u (%s): %s", c->name, c->port, a,
-                 strerror(c->connect_errno));
-        reply_and_end(e, c, "502 Bad Gateway", "error", why);
-        return;
-    }
-    conn_end(e, c, "error", true, "cannot connect to %s:%u (%s): %s", c->name, c->port, a,
-             strerror(c->connect_errno));
+    upstream_fail(e, c, "502 Bad Gateway", "error", "cannot connect to %s:%u (%s): %s", c->name,
+                  c->port, a, strerror(c->connect_errno));
 }
 
 static void connect_ready(struct fb_egress *e, struct conn *c)
@@ -893,6 +934,8 @@ static bool check_first_bytes(struct fb_egress *e, struct conn *c)
 /* Read from the sandbox's end into up. Returns false if the connection ended. */
 static bool read_in(struct fb_egress *e, struct conn *c)
 {
+    if (c->pu[0] >= 0)
+        return splice_in(e, c, true);
     if (c->in_eof || buf_room(&c->up) == 0)
         return true;
     buf_compact(&c->up);
@@ -935,15 +978,94 @@ static bool flush(struct fb_egress *e, struct conn *c, struct side *s, struct bu
     return true;
 }
 
+/* splice() into a socket cannot say MSG_NOSIGNAL: a peer that is gone
+ * raises SIGPIPE, which the event loop keeps blocked (checked in
+ * egress_start); take it off the pending set so it is never delivered. */
+static void drop_sigpipe(void)
+{
+    sigset_t pipe_set, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    struct timespec zero = {0, 0};
+    while (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) &&
+           sigtimedwait(&pipe_set, NULL, &zero) == SIGPIPE)
+        ;
+}
+
+/* socket -> pipe. Returns false if the connection ended. */
+static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in)
+{
+    struct side *s = from_in ? &c->in : &c->out;
+    bool *eof = from_in ? &c->in_eof : &c->out_eof;
+    size_t *fill = from_in ? &c->pu_fill : &c->pd_fill;
+    int pw = from_in ? c->pu[1] : c->pd[1];
+    while (!*eof && *fill < c->pipe_cap) {
+        ssize_t n = splice(s->fd, NULL, pw, NULL, c->pipe_cap - *fill,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            *fill += (size_t)n;
+            c->last_ns = fb_now_ns();
+            if (!from_in) {
+                c->bytes_in += n;
+                e->sum.bytes_in += n;
+            }
+            continue;
+        }
+        if (n == 0) {
+            *eof = true;
+            break;
+        }
+        if (errno == EAGAIN || errno == EINTR)
+            break;
+        conn_end(e, c, "allow", true, "%s side: %s", from_in ? "sandbox" : "upstream",
+                 strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* pipe -> socket, after what the buffer still holds. */
+static bool splice_out(struct fb_egress *e, struct conn *c, bool to_out)
+{
+    struct side *s = to_out ? &c->out : &c->in;
+    size_t *fill = to_out ? &c->pu_fill : &c->pd_fill;
+    int pr = to_out ? c->pu[0] : c->pd[0];
+    while (*fill) {
+        ssize_t n = splice(pr, NULL, s->fd, NULL, *fill, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            *fill -= (size_t)n;
+            c->last_ns = fb_now_ns();
+            if (to_out) {
+                c->bytes_out += n;
+                e->sum.bytes_out += n;
+            }
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            break;
+        int er = n < 0 ? errno : EPIPE;
+        if (er == EPIPE)
+            drop_sigpipe();
+        conn_end(e, c, "allow", true, "%s side: %s", to_out ? "upstream" : "sandbox", strerror(er));
+        return false;
+    }
+    return true;
+}
+
 static void relay_progress(struct fb_egress *e, struct conn *c)
 {
     if (!flush(e, c, &c->out, &c->up, &c->bytes_out) || !flush(e, c, &c->in, &c->down, NULL))
         return;
-    if (c->in_eof && !buf_len(&c->up) && !c->up_shut) {
+    if (c->pu[0] >= 0) {
+        if ((!buf_len(&c->up) && !splice_out(e, c, true)) ||
+            (!buf_len(&c->down) && !splice_out(e, c, false)))
+            return;
+    }
+    if (c->in_eof && !buf_len(&c->up) && !c->pu_fill && !c->up_shut) {
         shutdown(c->out.fd, SHUT_WR);
         c->up_shut = true;
     }
-    if (c->out_eof && !buf_len(&c->down) && !c->down_shut) {
+    if (c->out_eof && !buf_len(&c->down) && !c->pd_fill && !c->down_shut) {
         shutdown(c->in.fd, SHUT_WR);
         c->down_shut = true;
     }
@@ -956,6 +1078,20 @@ static void relay_progress(struct fb_egress *e, struct conn *c)
 
 static void start_relay(struct fb_egress *e, struct conn *c)
 {
+    if (e->splice_ok && pipe2(c->pu, O_NONBLOCK | O_CLOEXEC) == 0) {
+        if (pipe2(c->pd, O_NONBLOCK | O_CLOEXEC) == 0) {
+            /* Larger pipes move more per system call; the kernel may refuse
+             * (per-user pipe limits), then the default size it is. */
+            fcntl(c->pu[1], F_SETPIPE_SZ, PIPE_SIZE);
+            fcntl(c->pd[1], F_SETPIPE_SZ, PIPE_SIZE);
+            int a = fcntl(c->pu[1], F_GETPIPE_SZ), b = fcntl(c->pd[1], F_GETPIPE_SZ);
+            c->pipe_cap = (size_t)(a < b ? a : b);
+        } else {
+            close(c->pu[0]);
+            close(c->pu[1]);
+            c->pu[0] = c->pu[1] = -1;
+        }
+    }
     c->ph = PH_RELAY;
     c->last_ns = fb_now_ns();
     relay_progress(e, c);
@@ -963,6 +1099,8 @@ static void start_relay(struct fb_egress *e, struct conn *c)
 
 static bool read_out(struct fb_egress *e, struct conn *c)
 {
+    if (c->pd[0] >= 0)
+        return splice_in(e, c, false);
     if (c->out_eof || buf_room(&c->down) == 0)
         return true;
     buf_compact(&c->down);
@@ -1277,20 +1415,21 @@ static void timer_tick(struct fb_egress *e)
         } else if (c->ph == PH_FIRST && !c->strict) {
             /* Connected on an opaque port and nobody has spoken yet. */
             if (e->p->conn_idle_ms > 0 && (int64_t)idle_ms > e->p->conn_idle_ms)
-                conn_end(e, c, "allow", true, "idle for %lld ms", (long long)e->p->conn_idle_ms);
+                conn_end(e, c, "allow", false, "idle for %lld ms", (long long)e->p->conn_idle_ms);
         } else if (c->ph != PH_RELAY) {
             int64_t limit = HANDSHAKE_MS;
             if (e->p->conn_idle_ms > 0 && e->p->conn_idle_ms < limit)
                 limit = e->p->conn_idle_ms;
             if ((int64_t)age_ms > limit)
-                conn_end(e, c, c->ph == PH_SNIFF || c->ph == PH_PROXYREQ ? "deny" : "error",
-                         true, "%s within %lld ms",
-                         c->ph == PH_RESOLVE   ? "no host-side address"
-                         : c->ph == PH_CONNECT ? "upstream did not accept the connection"
-                                               : "no complete request",
-                         (long long)limit);
+                upstream_fail(e, c, "504 Gateway Timeout",
+                              c->ph == PH_SNIFF || c->ph == PH_PROXYREQ ? "deny" : "error",
+                              "%s within %lld ms",
+                              c->ph == PH_RESOLVE   ? "no host-side address"
+                              : c->ph == PH_CONNECT ? "upstream did not accept the connection"
+                                                    : "no complete request",
+                              (long long)limit);
         } else if (e->p->conn_idle_ms > 0 && (int64_t)idle_ms > e->p->conn_idle_ms) {
-            conn_end(e, c, "allow", true, "idle for %lld ms", (long long)e->p->conn_idle_ms);
+            conn_end(e, c, "allow", false, "idle for %lld ms", (long long)e->p->conn_idle_ms);
         }
     }
 }
@@ -1418,6 +1557,14 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
             goto fail;
         }
     }
+    /* splice() may raise SIGPIPE (see drop_sigpipe): only with it blocked
+     * or ignored; otherwise the relay copies through its buffers. */
+    sigset_t cur;
+    struct sigaction sa_pipe;
+    e->splice_ok = (pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGPIPE)) ||
+                   (sigaction(SIGPIPE, NULL, &sa_pipe) == 0 && sa_pipe.sa_handler == SIG_IGN);
+    if (getenv("FLUEBOX_NO_SPLICE"))
+        e->splice_ok = false;
     *out = e;
     return 0;
 fail:
