@@ -1365,7 +1365,8 @@ char *profile_to_json(const struct fb_policy *p)
     cleanup_free char *note = fb_xasprintf(
         "effective policy%s%s; always on, whatever the profile: user and mount namespaces, no "
         "capabilities, no_new_privs, non-native ABIs killed, clone3 ENOSYS, clone/unshare with "
-        "namespace flags and ioctl TIOCSTI/TIOCLINUX EPERM, syscalls newer than fluebox ENOSYS",
+        "namespace flags, ioctl TIOCSTI/TIOCLINUX and set-id modes (chmod, file creation) EPERM, "
+        "openat2 and syscalls newer than fluebox ENOSYS",
         p->profile_extends ? ", extends " : "", p->profile_extends ? p->profile_extends : "");
     json_object_set_new(o, "comment", json_string(note));
 

@@ -10,6 +10,15 @@
  * random input that the two always agree (tests/fuzz). libseccomp provides
  * the syscall name table and the notification helpers (scnotify.c).
  *
+ * Fixed rules, before the profile's (no profile can change them):
+ *   - clone3 -> ENOSYS (libc falls back to clone, whose flags a filter sees);
+ *   - clone/unshare with any namespace flag -> EPERM;
+ *   - ioctl TIOCSTI, TIOCLINUX -> EPERM (terminal injection);
+ *   - chmod/fchmod/fchmodat(2) with S_ISUID or S_ISGID, and file creation
+ *     (open/openat with O_CREAT or O_TMPFILE, creat, mknod) with either bit in
+ *     the mode -> EPERM: no set-id file can be left in a host directory;
+ *   - openat2 -> ENOSYS (its mode is in memory, out of the filter's sight).
+ *
  * Layout of the program:
  *   arch != native                          -> KILL_PROCESS
  *   x86_64: nr has the x32 bit (not -1)     -> KILL_PROCESS
@@ -32,8 +41,10 @@
 #include <linux/fs.h>
 #include <seccomp.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -325,10 +336,11 @@ static const struct {
     {"socketpair", 7u},          {"prctl", 1u << 0},         {"fcntl", 1u << 1},
     {"setsockopt", 6u},          {"getsockopt", 6u},         {"kill", 1u << 1},
     {"tkill", 1u << 1},          {"tgkill", 1u << 2},        {"arch_prctl", 1u << 0},
-    {"open", 1u << 1},           {"openat", 1u << 2},        {"madvise", 1u << 2},
+    {"open", 3u << 1},           {"openat", 3u << 2},        {"madvise", 1u << 2},
+    {"creat", 1u << 1},          {"fchmodat2", 1u << 2},
     {"seccomp", 1u << 0},        {"keyctl", 1u << 0},        {"bpf", 1u << 0},
-    {"setns", 1u << 1},          {"io_uring_setup", 1u << 0}, {"mknod", 1u << 2},
-    {"mknodat", 1u << 3},        {"chmod", 1u << 1},         {"fchmod", 1u << 1},
+    {"setns", 1u << 1},          {"io_uring_setup", 1u << 0}, {"mknod", 1u << 1},
+    {"mknodat", 1u << 2},        {"chmod", 1u << 1},         {"fchmod", 1u << 1},
     {"fchmodat", 1u << 2},       {"dup3", 1u << 2},          {"pipe2", 1u << 1},
     {"accept4", 1u << 3},        {"eventfd2", 3u},           {"memfd_create", 1u << 1},
     {"rt_sigaction", 1u << 0},   {"rt_sigprocmask", 1u << 0}, {"waitid", 1u << 0 | 1u << 3},
@@ -435,6 +447,45 @@ static bool fits32(uint64_t v)
     return (v >> 32) == 0 || ((v >> 32) == 0xffffffffu && (v & 0x80000000u));
 }
 
+/* No set-user-ID or set-group-ID file can be made: the workspace and --bind
+ * directories are host directories, and a set-id file left there works on
+ * the host (setuid root, when root runs fluebox on a root-owned workspace
+ * through an idmapped mount). chmod and friends with either bit, and file
+ * creation (open/openat with O_CREAT or O_TMPFILE, creat, mknod) with either
+ * bit in the mode fail with EPERM. */
+static void add_setid_rules(struct fb_sc_prog *g, uint32_t eperm)
+{
+    static const struct {
+        const char *name;
+        int mode_arg;  /* index of the mode argument */
+        int flags_arg; /* index of open flags, -1 = always creates */
+    } calls[] = {
+        {"chmod", 1, -1},  {"fchmod", 1, -1}, {"fchmodat", 2, -1}, {"fchmodat2", 2, -1},
+        {"creat", 1, -1},  {"mknod", 1, -1},  {"mknodat", 2, -1},  {"open", 2, 1},
+        {"openat", 3, 2},
+    };
+    static const uint64_t bits[] = {S_ISUID, S_ISGID};
+    static const uint64_t creating[] = {O_CREAT, O_TMPFILE & ~O_DIRECTORY};
+    for (size_t i = 0; i < FB_ARRAY_LEN(calls); i++) {
+        int nr = seccomp_syscall_nr(calls[i].name);
+        if (nr < 0)
+            continue;
+        for (size_t b = 0; b < FB_ARRAY_LEN(bits); b++) {
+            if (calls[i].flags_arg < 0) {
+                cond_add(prog_add(g, nr, eperm), (unsigned)calls[i].mode_arg, FB_SC_MASKED_EQ,
+                         bits[b], bits[b], true);
+                continue;
+            }
+            for (size_t c = 0; c < FB_ARRAY_LEN(creating); c++) {
+                struct crule *r = prog_add(g, nr, eperm);
+                cond_add(r, (unsigned)calls[i].flags_arg, FB_SC_MASKED_EQ, creating[c],
+                         creating[c], true);
+                cond_add(r, (unsigned)calls[i].mode_arg, FB_SC_MASKED_EQ, bits[b], bits[b], true);
+            }
+        }
+    }
+}
+
 int seccomp_compile(const struct fb_policy *p, enum fb_sc_mode mode, struct fb_sc_prog **out,
                     struct fb_err *err)
 {
@@ -469,6 +520,12 @@ int seccomp_compile(const struct fb_policy *p, enum fb_sc_mode mode, struct fb_s
         cond_add(prog_add(g, nr, eperm), 1, FB_SC_EQ, TIOCSTI, 0, true);
         cond_add(prog_add(g, nr, eperm), 1, FB_SC_EQ, TIOCLINUX, 0, true);
     }
+    add_setid_rules(g, eperm);
+    /* openat2 passes its mode in memory, out of a filter's sight: ENOSYS,
+     * and callers fall back to openat (which the rules above can see). */
+    nr = seccomp_syscall_nr("openat2");
+    if (nr >= 0)
+        prog_add(g, nr, SECCOMP_RET_ERRNO | ENOSYS);
 
     for (size_t i = 0; i < s->nrules; i++) {
         const struct fb_sc_rule *r = &s->rules[i];

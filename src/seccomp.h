@@ -7,8 +7,10 @@
  * action. Before the profile's rules come fixed ones that no profile can
  * change: non-native ABIs (i386, x32) are killed, clone3 fails with ENOSYS
  * (libc falls back to clone, whose flags a filter can see), clone/unshare
- * with a namespace flag and ioctl TIOCSTI/TIOCLINUX fail with EPERM, and
- * syscalls newer than this build knows fail with ENOSYS. */
+ * with a namespace flag, ioctl TIOCSTI/TIOCLINUX, and making set-user-ID or
+ * set-group-ID files (chmod, creating with such a mode) fail with EPERM,
+ * openat2 (whose mode a filter cannot see) and syscalls newer than this build
+ * knows fail with ENOSYS. */
 #ifndef FB_SECCOMP_H
 #define FB_SECCOMP_H
 
