@@ -38,7 +38,7 @@ relay() {
   "$FB" run -q --allow-net "blast.test:$PORT" --egress-resolve blast.test=127.0.0.1 \
     --ro-bind "$W:/blast" -- /blast/blast get blast.test "$PORT"
 }
-for i in $(seq "$RUNS"); do
+for _ in $(seq "$RUNS"); do
   direct >> "$W/direct"
   relay >> "$W/relay"
 done

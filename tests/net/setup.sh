@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # tests/net/setup.sh — sourced by tests/integration/40-net*.sh after lib.sh.
 #
 # Makes a self-signed certificate for api.test (and other.test, *.wild.test,
