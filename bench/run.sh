@@ -72,9 +72,13 @@ trap 'rm -f "$JSONL"' EXIT
 # Without cgroup limits: the profile's own, explicitly relaxed when fluebox
 # accepts "unlimited"; with: typical per-call limits.
 NOLIMITS=()
-if "$FLUEBOX" run --mem unlimited --pids unlimited -- /bin/true >/dev/null 2>&1; then
-    NOLIMITS=(--mem unlimited --pids unlimited)
-fi
+for try in "--mem unlimited --pids unlimited --cpus unlimited" "--mem unlimited --pids unlimited"; do
+    # shellcheck disable=SC2086 # word splitting intended
+    if "$FLUEBOX" run --profile strict $try -- /bin/true >/dev/null 2>&1; then
+        read -r -a NOLIMITS <<<"$try"
+        break
+    fi
+done
 LIMITS=(--mem 256M --pids 128 --cpus 1)
 
 # ---- variants ---------------------------------------------------------------
