@@ -112,7 +112,7 @@ int proto_parse_request(const char *line, size_t len, struct proto_req *req, str
     memset(req, 0, sizeof *req);
     json_error_t jerr;
     /* Depth is bounded by jansson itself; NUL in strings is refused. */
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
     if (!root)
         return perr_set(e, "parse_error", "invalid JSON at column %d: %s", jerr.column, jerr.text);
     req->root = root;

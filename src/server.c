@@ -239,9 +239,12 @@ static void conn_update(struct conn *c, bool may_close)
         conn_close(c);
         return;
     }
-    uint32_t ev = 0;
+    /* EPOLLHUP is always wanted: it is how a client that closed (rather
+     * than only shut down its sending side) is noticed while we do not
+     * read from it. */
+    uint32_t ev = EPOLLHUP;
     if (!c->rd_eof && !conn_paused(c))
-        ev |= EPOLLIN | EPOLLRDHUP;
+        ev |= EPOLLIN;
     if (buf_pending(&c->out))
         ev |= EPOLLOUT;
     w_set(&c->w, ev);
@@ -1982,6 +1985,11 @@ static void conn_after_op(struct conn *c)
 
 static void on_conn(struct conn *c, uint32_t events)
 {
+    if ((events & (EPOLLHUP | EPOLLERR)) && (c->rd_eof || conn_paused(c))) {
+        /* Gone for good: nobody can read what we would answer. */
+        conn_close(c);
+        return;
+    }
     if (events & EPOLLOUT) {
         conn_flush(c);
         if (c->dead)
@@ -2005,13 +2013,22 @@ static void on_conn(struct conn *c, uint32_t events)
                 break;
             }
             buf_append(&c->in, buf, (size_t)n);
+            /* (a closed client's last requests are still handled: the
+             * close is acted on below, once the input is drained) */
             budget = budget > (size_t)n ? budget - (size_t)n : 0;
             conn_process(c);
             if (c->dead)
                 return;
         }
-        if (c->rd_eof)
+        if (c->rd_eof) {
             conn_process(c);
+            if (c->dead)
+                return;
+            if (events & (EPOLLHUP | EPOLLERR)) {
+                conn_close(c);
+                return;
+            }
+        }
     }
     conn_update(c, true);
 }
@@ -2091,7 +2108,7 @@ static void on_accept(int lfd)
             conns->prev = c;
         conns = c;
         nconns++;
-        w_set(&c->w, EPOLLIN | EPOLLRDHUP);
+        w_set(&c->w, EPOLLIN | EPOLLHUP);
     }
 }
 
@@ -2474,6 +2491,7 @@ int cmd_serve(int argc, char **argv)
             }
             case W_WORKER: {
                 worker_ack();
+                worker_hold();
                 enum worker_job kind;
                 struct fb_session *s;
                 while ((s = worker_done(&kind))) {

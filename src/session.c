@@ -567,6 +567,42 @@ static bool wstop, wrunning;
 static int wefd = -1;
 static pthread_t wthread;
 
+/* The clone guard (spawn.h): the worker asks the main thread to hold still
+ * at a safe point of its loop (worker_hold) for the instant of the clone3,
+ * so that no lock of the main thread's is copied into the child held. */
+static pthread_cond_t qcv = PTHREAD_COND_INITIALIZER;
+static bool q_req, q_ack, main_joining;
+
+static void clone_guard(bool before)
+{
+    pthread_mutex_lock(&wmu);
+    if (before) {
+        q_req = true;
+        uint64_t one = 1;
+        if (write(wefd, &one, sizeof one) < 0) {
+            /* cannot fail with a counter this small */
+        }
+        while (!q_ack && !main_joining)
+            pthread_cond_wait(&qcv, &wmu);
+    } else {
+        q_req = q_ack = false;
+        pthread_cond_broadcast(&qcv);
+    }
+    pthread_mutex_unlock(&wmu);
+}
+
+void worker_hold(void)
+{
+    pthread_mutex_lock(&wmu);
+    if (q_req) {
+        q_ack = true;
+        pthread_cond_broadcast(&qcv);
+        while (q_req)
+            pthread_cond_wait(&qcv, &wmu);
+    }
+    pthread_mutex_unlock(&wmu);
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
@@ -615,6 +651,7 @@ int worker_start(struct fb_err *err)
     wefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wefd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "eventfd");
+    sandbox_clone_guard = clone_guard;
     int r = pthread_create(&wthread, NULL, worker_main, NULL);
     if (r) {
         errno = r;
@@ -676,7 +713,9 @@ void worker_stop(void)
         return;
     pthread_mutex_lock(&wmu);
     wstop = true;
+    main_joining = true; /* blocked in pthread_join, we hold no lock */
     pthread_cond_signal(&wcv);
+    pthread_cond_broadcast(&qcv);
     pthread_mutex_unlock(&wmu);
     pthread_join(wthread, NULL);
     wrunning = false;

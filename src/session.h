@@ -96,6 +96,9 @@ enum worker_job { WJ_SPAWN, WJ_RELEASE };
 int worker_start(struct fb_err *err);
 int worker_fd(void); /* readable when jobs are done */
 void worker_ack(void); /* reset worker_fd's readiness; then drain worker_done() */
+/* Main thread, when worker_fd is readable, at a point where it holds no
+ * lock: lets a pending clone3 happen (see sandbox_clone_guard). */
+void worker_hold(void);
 void worker_submit(struct fb_session *s, enum worker_job kind);
 /* A finished job, or NULL. */
 struct fb_session *worker_done(enum worker_job *kind);

@@ -127,6 +127,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     init_main(p, mode, ctl, nproc_fallback);
 }
 
+void (*sandbox_clone_guard)(bool before);
+
 static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
 {
     struct clone_args args;
@@ -135,7 +137,15 @@ static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
     args.pidfd = (uint64_t)(uintptr_t)pidfd;
     args.exit_signal = SIGCHLD;
     args.cgroup = cgfd >= 0 ? (uint64_t)cgfd : 0;
-    return (int)syscall(SYS_clone3, &args, sizeof args);
+    if (sandbox_clone_guard)
+        sandbox_clone_guard(true);
+    int pid = (int)syscall(SYS_clone3, &args, sizeof args);
+    if (pid != 0 && sandbox_clone_guard) {
+        int e = errno;
+        sandbox_clone_guard(false);
+        errno = e;
+    }
+    return pid;
 }
 
 static const char *userns_hint(int e)

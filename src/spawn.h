@@ -34,6 +34,13 @@ struct fb_sandbox {
 int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
                   struct fb_err *err);
 
+/* Called just before (true) and after (false) the clone3() in sandbox_spawn,
+ * in the parent. The child is a copy of the calling thread only: a lock
+ * that another thread held at that instant (malloc's, stdio's) stays locked
+ * in it forever. A multi-threaded caller (the server, session.c) uses this
+ * to hold its other threads still during the clone. NULL: nothing. */
+extern void (*sandbox_clone_guard)(bool before);
+
 /* Kill the sandbox (SIGKILL to init empties its pid namespace). */
 void sandbox_kill(struct fb_sandbox *sb);
 
