@@ -1107,10 +1107,13 @@ static int load_ref(struct ld *parent, struct fb_policy *p, const char *ref, con
     } else {
         if (!parent->files_ok)
             return perr(parent, path, "\"%s\": only built-in profiles can be extended here", ref);
-        if (ref[0] != '/' && parent->dir)
-            label = fb_xasprintf("%s/%s", parent->dir, ref);
+        const char *r = ref;
+        while (r[0] == '.' && r[1] == '/')
+            r += 2;
+        if (ref[0] != '/' && parent->dir && strcmp(parent->dir, "."))
+            label = fb_xasprintf("%s/%s", parent->dir, r);
         else
-            label = fb_xstrdup(ref);
+            label = fb_xstrdup(ref[0] == '/' ? ref : r);
         char real[PATH_MAX];
         if (!realpath(label, real)) {
             int e = errno;
