@@ -58,7 +58,7 @@ const char cli_usage[] =
     "  --net-idle DURATION    close a relayed connection idle this long (default 5m)\n"
     "Reporting:\n"
     "  --report FILE|-        JSON report at exit (- = stderr)\n"
-    "  --seccomp-log          log denied system calls (kernel audit log, and the report)\n"
+    "  --seccomp-log          list denied system calls in the report (count, errno, process)\n"
     "  -q, --quiet            no warnings\n";
 
 enum opt_id {
