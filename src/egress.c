@@ -34,6 +34,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -55,6 +56,7 @@
 #define DNS_TCP_MAX 16         /* concurrent DNS-over-TCP connections */
 #define DNS_TCP_IDLE_MS 10000
 #define HANDSHAKE_MS 30000     /* accept -> relaying */
+#define CONNECT_TRY_MS 5000    /* per upstream address, when there are more to try */
 #define LOG_MAX_LINES 200000   /* then events are only counted */
 #define BATCH 64               /* events / datagrams / accepts per dispatch */
 
@@ -120,6 +122,7 @@ struct conn {
     struct sockaddr_storage addr[HOSTRES_MAX_ADDRS];
     socklen_t alen[HOSTRES_MAX_ADDRS];
     size_t naddr, iaddr;
+    uint64_t try_ns;     /* when the connect to addr[iaddr] started */
     int connect_errno;
 };
 
@@ -147,6 +150,10 @@ struct fb_egress {
     int logfd;
     int64_t log_lines;
     bool splice_ok;        /* SIGPIPE is blocked or ignored in this thread */
+    /* The host's own interface addresses (at start): an allowed name that
+     * resolves to one of them would reach the host's services. */
+    struct sockaddr_storage *host_addrs;
+    size_t nhost_addrs;
     struct fb_net_summary sum;
 };
 
@@ -644,32 +651,47 @@ static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in);
 
 /* Is this an address the relay must not connect to for a name resolved on
  * the host? (Explicit --egress-resolve mappings are trusted.) */
-static const char *blocked_addr(const struct sockaddr *sa)
+static const char *blocked_addr(const struct fb_egress *e, const struct sockaddr *sa)
 {
     uint32_t a;
     if (sa->sa_family == AF_INET6) {
         const struct in6_addr *s = &((const struct sockaddr_in6 *)sa)->sin6_addr;
         if (IN6_IS_ADDR_UNSPECIFIED(s) || IN6_IS_ADDR_LOOPBACK(s))
-            return "loopback";
+            return "a loopback address";
         if (IN6_IS_ADDR_LINKLOCAL(s) || IN6_IS_ADDR_SITELOCAL(s))
-            return "link-local";
+            return "a link-local address";
         if (IN6_IS_ADDR_MULTICAST(s))
-            return "multicast";
-        if (!IN6_IS_ADDR_V4MAPPED(s) && !IN6_IS_ADDR_V4COMPAT(s))
-            return NULL;
-        memcpy(&a, &s->s6_addr[12], 4);
+            return "a multicast address";
+        if (IN6_IS_ADDR_V4MAPPED(s) || IN6_IS_ADDR_V4COMPAT(s))
+            memcpy(&a, &s->s6_addr[12], 4);
+        else
+            goto own;
     } else {
         a = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
     }
     a = ntohl(a);
     if ((a >> 24) == 0 || (a >> 24) == 127)
-        return "loopback";
+        return "a loopback address";
     if ((a >> 16) == 0xa9fe)
-        return "link-local";
+        return "a link-local address";
     if ((a >> 28) >= 0xe)
-        return "multicast or reserved";
+        return "a multicast or reserved address";
     if ((a >> FB_NET_SYNTH_BITS) == (FB_NET_SYNTH_BASE >> FB_NET_SYNTH_BITS))
-        return "in the synthetic range";
+        return "an address in the synthetic range";
+own:
+    for (size_t i = 0; i < e->nhost_addrs; i++) {
+        const struct sockaddr_storage *h = &e->host_addrs[i];
+        if (h->ss_family != sa->sa_family)
+            continue;
+        if (sa->sa_family == AF_INET &&
+            ((const struct sockaddr_in *)h)->sin_addr.s_addr ==
+                ((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+            return "an address of this host";
+        if (sa->sa_family == AF_INET6 &&
+            !memcmp(&((const struct sockaddr_in6 *)h)->sin6_addr,
+                    &((const struct sockaddr_in6 *)sa)->sin6_addr, sizeof(struct in6_addr)))
+            return "an address of this host";
+    }
     return NULL;
 }
 
@@ -774,7 +796,7 @@ static void resolver_ready(struct fb_egress *e)
         const char *why = NULL;
         char shown[INET6_ADDRSTRLEN + 8] = "";
         for (size_t i = 0; i < r.naddr; i++) {
-            const char *b = blocked_addr((struct sockaddr *)&r.addr[i]);
+            const char *b = blocked_addr(e, (struct sockaddr *)&r.addr[i]);
             if (b) {
                 why = b;
                 addr_str((struct sockaddr *)&r.addr[i], shown, sizeof shown);
@@ -788,7 +810,7 @@ static void resolver_ready(struct fb_egress *e)
         if (!c->naddr) {
             if (why)
                 upstream_fail(e, c, "403 Forbidden", "deny",
-                              "%s resolves to a %s address (%s) on the host; use "
+                              "%s resolves to %s (%s) on the host; use "
                               "--egress-resolve to allow that explicitly",
                               c->name, why, shown);
             else
@@ -838,6 +860,7 @@ static void try_connect(struct fb_egress *e, struct conn *c)
             return;
         }
         if (errno == EINPROGRESS) {
+            c->try_ns = fb_now_ns();
             c->ph = PH_CONNECT;
             conn_update(e, c);
             return;
@@ -854,16 +877,9 @@ static void try_connect(struct fb_egress *e, struct conn *c)
                   c->port, a, strerror(c->connect_errno));
 }
 
-static void connect_ready(struct fb_egress *e, struct conn *c)
+/* Give up on the address being connected to and try the next one. */
+static void connect_next(struct fb_egress *e, struct conn *c, int er)
 {
-    int er = 0;
-    socklen_t l = sizeof er;
-    if (getsockopt(c->out.fd, SOL_SOCKET, SO_ERROR, &er, &l) < 0)
-        er = errno;
-    if (er == 0) {
-        connected(e, c);
-        return;
-    }
     c->connect_errno = er;
     if (c->out.reg)
         epoll_ctl(e->ep, EPOLL_CTL_DEL, c->out.fd, NULL);
@@ -872,6 +888,18 @@ static void connect_ready(struct fb_egress *e, struct conn *c)
     c->out.reg = false;
     c->iaddr++;
     try_connect(e, c);
+}
+
+static void connect_ready(struct fb_egress *e, struct conn *c)
+{
+    int er = 0;
+    socklen_t l = sizeof er;
+    if (getsockopt(c->out.fd, SOL_SOCKET, SO_ERROR, &er, &l) < 0)
+        er = errno;
+    if (er == 0)
+        connected(e, c);
+    else
+        connect_next(e, c, er);
 }
 
 /* Check the client's first bytes against c->name. Returns false if the
@@ -1416,6 +1444,9 @@ static void timer_tick(struct fb_egress *e)
             /* Connected on an opaque port and nobody has spoken yet. */
             if (e->p->conn_idle_ms > 0 && (int64_t)idle_ms > e->p->conn_idle_ms)
                 conn_end(e, c, "allow", false, "idle for %lld ms", (long long)e->p->conn_idle_ms);
+        } else if (c->ph == PH_CONNECT && c->iaddr + 1 < c->naddr &&
+                   (now - c->try_ns) / 1000000ull > CONNECT_TRY_MS) {
+            connect_next(e, c, ETIMEDOUT);
         } else if (c->ph != PH_RELAY) {
             int64_t limit = HANDSHAKE_MS;
             if (e->p->conn_idle_ms > 0 && e->p->conn_idle_ms < limit)
@@ -1565,6 +1596,22 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
                    (sigaction(SIGPIPE, NULL, &sa_pipe) == 0 && sa_pipe.sa_handler == SIG_IGN);
     if (getenv("FLUEBOX_NO_SPLICE"))
         e->splice_ok = false;
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) == 0) {
+        size_t n = 0;
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+            n++;
+        e->host_addrs = fb_xcalloc(n ? n : 1, sizeof *e->host_addrs);
+        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+            if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+                                 i->ifa_addr->sa_family != AF_INET6))
+                continue;
+            memcpy(&e->host_addrs[e->nhost_addrs++], i->ifa_addr,
+                   i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                     : sizeof(struct sockaddr_in6));
+        }
+        freeifaddrs(ifa);
+    }
     *out = e;
     return 0;
 fail:
@@ -1608,6 +1655,7 @@ void egress_free(struct fb_egress *e)
         free(e->names[i]);
     free(e->names);
     free(e->hash);
+    free(e->host_addrs);
     if (e->timer >= 0)
         close(e->timer);
     if (e->ep >= 0)
