@@ -42,6 +42,19 @@
 
 /* ---- supervisor: state ---- */
 
+/* Record c->start in DIR/fluebox-start (best effort: without it, the next
+ * run starts its own clock). */
+static void write_start(const struct fb_cow *c, int dirfd)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%lld.%09ld\n", (long long)c->start.tv_sec, c->start.tv_nsec);
+    int f = openat(dirfd, START_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (f >= 0) {
+        (void)fb_write_all(f, buf, strlen(buf));
+        close(f);
+    }
+}
+
 /* --cow-upper DIR is reused across runs: the start time of the run that
  * created its upper layer is kept next to it, so that later runs still
  * detect host changes made since the layer began. */
@@ -63,13 +76,7 @@ static void persistent_start(struct fb_cow *c, const char *dir)
         }
         return;
     }
-    snprintf(buf, sizeof buf, "%lld.%09ld\n", (long long)c->start.tv_sec, c->start.tv_nsec);
-    int f = openat(d, START_FILE, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (f >= 0) {
-        /* Best effort: without it, the next run starts its own clock. */
-        (void)fb_write_all(f, buf, strlen(buf));
-        close(f);
-    }
+    write_start(c, d);
 }
 
 int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow **out,
@@ -104,6 +111,7 @@ int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow
     clock_gettime(CLOCK_REALTIME, &c->start);
     if (p->cow_upper) {
         c->persistent = true;
+        c->upper_dir = fb_xstrdup(p->cow_upper);
         persistent_start(c, p->cow_upper);
     }
     *out = c;
@@ -166,6 +174,7 @@ void cow_free(struct fb_cow *c)
         free(c->base[i].path);
     free(c->base);
     free(c->workspace);
+    free(c->upper_dir);
     free(c);
 }
 
@@ -619,6 +628,16 @@ int cow_reset(struct fb_cow *c, struct fb_err *err)
     free(c->base);
     c->base = NULL;
     c->nbase = 0;
+    /* An empty layer starts its history now. */
+    clock_gettime(CLOCK_REALTIME, &c->start);
+    wait_coarse_past_start(c);
+    if (c->upper_dir) {
+        int d = open(c->upper_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (d >= 0) {
+            write_start(c, d);
+            close(d);
+        }
+    }
     return 0;
 }
 

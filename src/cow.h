@@ -51,6 +51,7 @@ struct fb_cow {
     int upper;               /* upper/ directory fd, or -1 until attached */
     int userns, mntns;       /* the sandbox's namespaces (reset), or -1 */
     bool persistent;         /* --cow-upper: the caller's directory */
+    char *upper_dir;         /* --cow-upper DIR (host path), or NULL */
     bool root;               /* fluebox runs as root */
     uid_t owner_uid;         /* owner of the host workspace: commit writes as it */
     gid_t owner_gid;
