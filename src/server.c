@@ -547,7 +547,7 @@ static void outq_flush(struct sess *ss)
 }
 
 /* Send a record to init; takes the fds (closed once sent). Returns -1 when
- * the record is too large (fds closed). */
+ * the record is too large, -2 when the session is not running (fds closed). */
 static int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t plen, int *fds,
                      size_t nfds)
 {
@@ -562,7 +562,7 @@ static int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t p
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         free(rec);
-        return 0; /* the op fails when the death is processed */
+        return -2;
     }
     if (!ss->qhead && srec_send(ss->s->sb.ctl, rec, len, fds, nfds, MSG_DONTWAIT) == 0) {
         for (size_t i = 0; i < nfds; i++)
@@ -1260,7 +1260,7 @@ static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
 static void spawn_done(struct fb_session *s)
 {
     struct sess *ss = s->srv;
-    if (ss->in_pool || s->state == SESS_POOL) {
+    if (ss->in_pool) {
         pool_pending--;
         if (s->spawn_rc < 0 || stopping) {
             if (s->spawn_rc < 0 && !stopping) {
@@ -1280,6 +1280,7 @@ static void spawn_done(struct fb_session *s)
             return;
         }
         s->spawned = true;
+        s->state = SESS_POOL;
         pool_ready++;
         sess_watch(ss);
         return;
@@ -1356,7 +1357,7 @@ static void pool_refill(void)
         struct session_params sp = {0};
         sp.idle_ms = 1800000;
         session_apply_params(s, &sp);
-        s->state = SESS_POOL;
+        s->state = SESS_STARTING; /* SESS_POOL once spawned */
         s->uid = (uid_t)-1;
         struct sess *ss = sess_new(s);
         ss->in_pool = true;
@@ -1608,8 +1609,12 @@ static void m_exec(struct conn *c, json_t *id, json_t *params, struct sess *ss)
                           "fsize", (json_int_t)(ss->s->pol.limits.fsize > 0 ? ss->s->pol.limits.fsize : 0));
     free(wd);
     int fds[3] = {po[1], pe[1], pi[0]};
-    if (sess_send(ss, h, NULL, 0, fds, pi[0] >= 0 ? 3 : 2) < 0) {
-        send_errf(c, id, "too_large", "the command is too large");
+    int sr = sess_send(ss, h, NULL, 0, fds, pi[0] >= 0 ? 3 : 2);
+    if (sr < 0) {
+        if (sr == -1)
+            send_errf(c, id, "too_large", "the command is too large");
+        else
+            send_errf(c, id, "session_dead", "the session is not running");
         op_finish(o);
     }
 }
@@ -1809,8 +1814,12 @@ static void m_file(struct conn *c, json_t *id, const char *method, json_t *param
         }
     }
     json_object_set_new(h, "t", json_integer((json_int_t)o->tag));
-    if (sess_send(ss, h, payload, plen, fds, nfds) < 0) {
-        send_errf(c, id, "too_large", "the request is too large");
+    int sr = sess_send(ss, h, payload, plen, fds, nfds);
+    if (sr < 0) {
+        if (sr == -1)
+            send_errf(c, id, "too_large", "the request is too large");
+        else
+            send_errf(c, id, "session_dead", "the session is not running");
         op_finish(o);
     }
     free(wdata);
