@@ -24,6 +24,9 @@
  *   Limits: p->max_conns relayed connections, p->conn_idle_ms idle timeout,
  *   HANDSHAKE_MS to get from accept to relaying.
  *   Audit: one JSON line per DNS query and per connection (--net-log).
+ *
+ * FLUEBOX_NO_SPLICE=1 in the supervisor's environment relays through the
+ * buffers instead of splice() (for comparing the two).
  */
 #include "egress.h"
 

@@ -6,7 +6,8 @@
  *
  * It runs inside the supervisor's event loop: egress_fd() is an epoll fd that
  * becomes readable when egress has work; the supervisor then calls
- * egress_dispatch(). */
+ * egress_dispatch(), which never blocks. Design, limits and threat model:
+ * docs/network.md. */
 #ifndef FB_EGRESS_H
 #define FB_EGRESS_H
 
@@ -16,7 +17,10 @@
 struct fb_egress;
 
 /* Start serving the sockets net_setup_child() created (takes ownership of
- * fds, in the order net.c put them). */
+ * fds, in any order: each socket is recognised by its type and address).
+ * p must outlive e. The thread that calls egress_dispatch() should keep
+ * SIGPIPE blocked (as the supervisor does) so the relay can use splice();
+ * otherwise it copies through buffers. */
 int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
                  struct fb_egress **out, struct fb_err *err);
 int egress_fd(const struct fb_egress *e);

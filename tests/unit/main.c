@@ -4,5 +4,6 @@
 int main(void)
 {
     unit_core();
+    unit_net();
     return 0;
 }

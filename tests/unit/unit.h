@@ -14,4 +14,5 @@
         printf("\n");                                                           \
     } while (0)
 void unit_core(void);
+void unit_net(void);
 #endif
