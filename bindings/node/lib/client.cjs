@@ -1,0 +1,546 @@
+'use strict';
+// client.cjs — the fluebox client: Fluebox (a connection to a server),
+// Session (one sandbox), ExecStream (a streamed command).
+//
+// Each method maps to one protocol method of docs/protocol.md; the only
+// client-side logic is chunking (files larger than one message), choosing
+// exec ids (so a command can be killed before its first event arrives), and
+// turning AbortSignals into exec.kill.
+
+const crypto = require('node:crypto');
+const { Connection } = require('./connection.cjs');
+const { defaultSocketPath, PrivateServer } = require('./server.cjs');
+const {
+  ConnectionError,
+  FlueboxError,
+  SandboxDiedError,
+  abortError,
+} = require('./errors.cjs');
+
+// Files are written in chunks of this many bytes (base64 of 8 MiB stays well
+// under the server's 16 MiB line limit).
+const WRITE_CHUNK = 8 * 1024 * 1024;
+// A stream being iterated stops reading the socket when this much output is
+// waiting for its consumer, and resumes below the low mark.
+const STREAM_HIGH = 8 * 1024 * 1024;
+const STREAM_LOW = 1024 * 1024;
+
+const SESSION_KEYS = new Set([
+  'profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
+  'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'ttlMs', 'idleTimeoutMs',
+  'options', 'pool',
+]);
+const LIMIT_KEYS = ['memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs'];
+const EXEC_KEYS = new Set(['cwd', 'env', 'stdin', 'timeoutMs', 'signal', 'encoding', 'maxOutputBytes', 'execId']);
+
+function checkKeys(opts, allowed, what) {
+  if (opts == null) return {};
+  if (typeof opts !== 'object') throw new TypeError(`${what}: options must be an object`);
+  for (const k of Object.keys(opts)) {
+    if (!allowed.has(k) && opts[k] !== undefined) throw new TypeError(`${what}: unknown option "${k}"`);
+  }
+  return opts;
+}
+
+function ceilMs(v, what) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new TypeError(`${what} must be a non-negative number of milliseconds`);
+  return Math.ceil(v);
+}
+
+function newExecId() {
+  return 'n' + crypto.randomBytes(8).toString('hex');
+}
+
+function toBytes(data) {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8');
+  if (Buffer.isBuffer(data)) return data;
+  if (data instanceof Uint8Array) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer) return Buffer.from(data);
+  throw new TypeError('data must be a string, a Uint8Array or an ArrayBuffer');
+}
+
+/** Builds session.create params from the friendly options. */
+function sessionParams(opts) {
+  checkKeys(opts, SESSION_KEYS, 'createSession');
+  const p = {};
+  const limits = { ...(opts.limits || {}) };
+  for (const k of LIMIT_KEYS) if (opts[k] !== undefined) limits[k] = opts[k];
+  if (limits.timeoutMs !== undefined) limits.timeoutMs = ceilMs(limits.timeoutMs, 'timeoutMs');
+  if (Object.keys(limits).length) p.limits = limits;
+  for (const k of ['profile', 'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'options', 'pool']) {
+    if (opts[k] !== undefined) p[k] = opts[k];
+  }
+  if (opts.ttlMs !== undefined) p.ttlMs = ceilMs(opts.ttlMs, 'ttlMs');
+  if (opts.idleTimeoutMs !== undefined) p.idleTimeoutMs = ceilMs(opts.idleTimeoutMs, 'idleTimeoutMs');
+  if (typeof p.workspace === 'string') p.workspace = require('node:path').resolve(p.workspace);
+  return p;
+}
+
+function decodeOut(data, encoding, wantBuffer) {
+  if (data === undefined || data === null) return wantBuffer ? Buffer.alloc(0) : '';
+  if (wantBuffer) return Buffer.from(data, encoding === 'base64' ? 'base64' : 'utf8');
+  return data;
+}
+
+function statFromWire(r) {
+  const st = { ...r };
+  st.isFile = r.type === 'file';
+  st.isDirectory = r.type === 'dir';
+  st.isSymbolicLink = r.type === 'symlink';
+  return st;
+}
+
+class Fluebox {
+  /**
+   * Connects to a fluebox server.
+   * - `socket`: connect to this socket (and nothing else).
+   * - otherwise: the default socket (FLUEBOX_SOCKET, XDG_RUNTIME_DIR, ...) if a
+   *   server listens there; else a private `fluebox serve` is started (binary
+   *   from `binary`, FLUEBOX_BIN or PATH) on a private socket, and stopped by
+   *   close() or when this process exits.
+   * - `private: true`: always start a private server.
+   * - `autoStart: false`: never start one.
+   */
+  static async connect(opts = {}) {
+    checkKeys(opts, new Set(['socket', 'binary', 'private', 'autoStart', 'serverArgs', 'startTimeoutMs', 'connectTimeoutMs', 'env']), 'Fluebox.connect');
+    if (opts.socket) {
+      const conn = await Connection.open(opts.socket, { timeoutMs: opts.connectTimeoutMs });
+      return new Fluebox(conn, { socket: opts.socket, opts });
+    }
+    if (!opts.private) {
+      const sock = defaultSocketPath(opts.env || process.env);
+      try {
+        const conn = await Connection.open(sock, { timeoutMs: opts.connectTimeoutMs });
+        return new Fluebox(conn, { socket: sock, opts });
+      } catch (e) {
+        if (opts.autoStart === false) throw e;
+      }
+    }
+    const { server, conn } = await PrivateServer.start({
+      binary: opts.binary,
+      serverArgs: opts.serverArgs,
+      startTimeoutMs: opts.startTimeoutMs,
+      env: opts.env,
+    });
+    return new Fluebox(conn, { socket: server.socket, server, opts });
+  }
+
+  constructor(conn, { socket, server, opts } = {}) {
+    this._conn = conn;
+    this._server = server || null;
+    this._opts = opts || {};
+    this._closed = false;
+    /** The socket path this client is connected to. */
+    this.socket = socket || conn.path;
+  }
+
+  /** The private server started by connect(), or null. */
+  get server() {
+    return this._server ? { pid: this._server.pid, socket: this._server.socket, binary: this._server.binary } : null;
+  }
+
+  get closed() { return this._closed || this._conn.closed; }
+
+  /** Sends any protocol request and resolves with its result. */
+  request(method, params, onEvent) {
+    return this._conn.request(method, params, onEvent);
+  }
+
+  async serverInfo() {
+    const info = await this.request('server.info', {});
+    if (info.limits && info.limits.maxMessageBytes > 0) this._conn.maxMessageBytes = info.limits.maxMessageBytes;
+    return info;
+  }
+
+  /** Creates a session (a sandbox); see the README for the options. */
+  async createSession(opts = {}) {
+    const info = await this.request('session.create', sessionParams(opts));
+    return new Session(this, info.session, info);
+  }
+
+  /** A handle on an existing session (no request is made). */
+  session(id) {
+    if (typeof id !== 'string' || !id) throw new TypeError('session id must be a non-empty string');
+    return new Session(this, id, null);
+  }
+
+  async listSessions() {
+    const r = await this.request('session.list', {});
+    return r.sessions || [];
+  }
+
+  /** Closes the connection, and stops the private server if this client
+   * started one (which destroys its sessions). */
+  async close() {
+    if (this._closed) return;
+    this._closed = true;
+    await this._conn.close();
+    if (this._server) await this._server.stop();
+  }
+
+  async [Symbol.asyncDispose]() { await this.close(); }
+}
+
+class Session {
+  constructor(fb, id, info) {
+    this.fluebox = fb;
+    /** The session id ("s-" and 16 hex digits). */
+    this.id = id;
+    /** The info object returned by session.create (or null for attached handles). */
+    this.createInfo = info;
+    this.dead = false;
+  }
+
+  /** The session's working directory (default /workspace). */
+  get cwd() { return (this.createInfo && this.createInfo.cwd) || '/workspace'; }
+
+  _req(method, params, onEvent, flow) {
+    const p = this.fluebox._conn.send(method, { session: this.id, ...params }, onEvent, flow).promise;
+    return p.catch((e) => {
+      if (e instanceof SandboxDiedError) this.dead = true;
+      throw e;
+    });
+  }
+
+  info() { return this._req('session.info', {}); }
+
+  async destroy() {
+    await this._req('session.destroy', {});
+    this.dead = true;
+  }
+
+  async [Symbol.asyncDispose]() {
+    try { await this.destroy(); } catch (e) { if (!(e instanceof FlueboxError)) throw e; }
+  }
+
+  _execParams(command, opts, stream) {
+    checkKeys(opts, EXEC_KEYS, 'exec');
+    const p = {};
+    if (typeof command === 'string') p.command = command;
+    else if (Array.isArray(command) && command.length > 0 && command.every((a) => typeof a === 'string')) p.argv = command;
+    else throw new TypeError('command must be a shell string or a non-empty array of strings');
+    if (opts.cwd !== undefined) p.cwd = opts.cwd;
+    if (opts.env !== undefined) p.env = opts.env;
+    if (opts.stdin !== undefined && opts.stdin !== null) {
+      if (typeof opts.stdin === 'string' && !opts.stdin.includes('\0')) p.stdin = opts.stdin;
+      else { p.stdin = toBytes(opts.stdin).toString('base64'); p.stdinEncoding = 'base64'; }
+    }
+    const t = ceilMs(opts.timeoutMs, 'timeoutMs');
+    if (t !== undefined) p.timeoutMs = t;
+    if (opts.maxOutputBytes !== undefined) p.maxOutputBytes = opts.maxOutputBytes;
+    const enc = opts.encoding || 'utf8';
+    if (enc !== 'utf8' && enc !== 'buffer') throw new TypeError('encoding must be "utf8" or "buffer"');
+    p.encoding = enc === 'buffer' ? 'base64' : 'utf8';
+    p.execId = opts.execId || newExecId();
+    if (stream) p.stream = true;
+    return p;
+  }
+
+  /**
+   * Runs a command (a shell string, or an argv array) and resolves with
+   * { exitCode, stdout, stderr, signal, timedOut, durationMs, execId, ... }
+   * whatever the exit code. `signal` (AbortSignal) kills the command and
+   * rejects with an AbortError.
+   */
+  exec(command, opts = {}) {
+    let p;
+    try {
+      p = this._execParams(command, opts, false);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const wantBuffer = opts.encoding === 'buffer';
+    const signal = opts.signal;
+    if (signal && signal.aborted) return Promise.reject(abortError(signal, 'exec'));
+    const run = this._req('exec', p).then((r) => {
+      r.stdout = decodeOut(r.stdout, r.encoding, wantBuffer);
+      r.stderr = decodeOut(r.stderr, r.encoding, wantBuffer);
+      return r;
+    });
+    if (!signal) return run;
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        reject(abortError(signal, 'exec'));
+        this.kill(p.execId, 'SIGKILL').catch(() => {});
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      run.then(
+        (r) => { signal.removeEventListener('abort', onAbort); resolve(r); },
+        (e) => { signal.removeEventListener('abort', onAbort); reject(e); },
+      );
+    });
+  }
+
+  /**
+   * Runs a command and streams its output: `for await (const c of s.stream(cmd))`
+   * yields { stream: 'stdout' | 'stderr', data } as the output comes; then
+   * `await st.result` gives the exit. Leaving the loop early kills the command.
+   */
+  stream(command, opts = {}) {
+    const p = this._execParams(command, opts, true);
+    return new ExecStream(this, p, opts.encoding === 'buffer', opts.signal);
+  }
+
+  /** Sends a signal (default SIGKILL) to a running exec's process group. */
+  kill(execId, signal) {
+    return this._req('exec.kill', { execId, ...(signal !== undefined ? { signal } : {}) });
+  }
+
+  /** Reads a UTF-8 text file (all of it, or `length` bytes from `offset`). */
+  async readFile(path, opts = {}) {
+    checkKeys(opts, new Set(['offset', 'length', 'encoding']), 'readFile');
+    if (opts.encoding === 'buffer' || opts.encoding === null) return this.readFileBuffer(path, opts);
+    const params = { path, encoding: 'utf8' };
+    if (opts.offset !== undefined) params.offset = opts.offset;
+    if (opts.length !== undefined) params.length = opts.length;
+    const r = await this._req('file.read', params);
+    if (r.eof || opts.length !== undefined) return r.data;
+    // Larger than one message: read the bytes and decode once, so no
+    // character is split between two chunks.
+    return (await this.readFileBuffer(path, opts)).toString('utf8');
+  }
+
+  /** Reads a file's bytes (a Buffer, which is a Uint8Array). */
+  async readFileBuffer(path, opts = {}) {
+    checkKeys(opts, new Set(['offset', 'length', 'encoding']), 'readFileBuffer');
+    let offset = opts.offset || 0;
+    let remaining = opts.length;
+    const parts = [];
+    for (;;) {
+      const params = { path, encoding: 'base64', offset };
+      if (remaining !== undefined) params.length = remaining;
+      let r;
+      try {
+        r = await this._req('file.read', params);
+      } catch (e) {
+        // `length` above the server's maxReadBytes: read without it, in chunks.
+        if (e.code === 'too_large' && remaining !== undefined && params.length > 0) {
+          delete params.length;
+          r = await this._req('file.read', params);
+        } else throw e;
+      }
+      const buf = Buffer.from(r.data || '', 'base64');
+      parts.push(buf);
+      offset += buf.length;
+      if (remaining !== undefined) remaining -= buf.length;
+      if (r.eof || buf.length === 0 || (remaining !== undefined && remaining <= 0)) break;
+    }
+    return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+  }
+
+  /**
+   * Writes a file (text or bytes). Creates missing parent directories unless
+   * `parents: false`. Large data goes in several requests (append).
+   */
+  async writeFile(path, data, opts = {}) {
+    checkKeys(opts, new Set(['mode', 'append', 'parents', 'exclusive']), 'writeFile');
+    const base = { path };
+    base.parents = opts.parents !== false;
+    if (opts.mode !== undefined) base.mode = opts.mode;
+    if (opts.exclusive) base.exclusive = true;
+    let append = !!opts.append;
+    if (typeof data === 'string' && data.length <= WRITE_CHUNK / 3 && !data.includes('\0')) {
+      const r = await this._req('file.write', { ...base, data, encoding: 'utf8', append });
+      return r.bytesWritten;
+    }
+    const bytes = toBytes(data);
+    let written = 0;
+    let off = 0;
+    do {
+      const chunk = bytes.subarray(off, off + WRITE_CHUNK);
+      const params = { ...base, data: chunk.toString('base64'), encoding: 'base64', append };
+      if (off > 0) { delete params.exclusive; delete params.parents; }
+      const r = await this._req('file.write', params);
+      written += r.bytesWritten || 0;
+      off += chunk.length;
+      append = true;
+    } while (off < bytes.length);
+    return written;
+  }
+
+  /** File metadata: { type, size, mode, uid, gid, nlink, mtimeMs, ...,
+   * isFile, isDirectory, isSymbolicLink }. `follow: false` describes a
+   * symlink itself. */
+  async stat(path, opts = {}) {
+    checkKeys(opts, new Set(['follow']), 'stat');
+    const params = { path };
+    if (opts.follow === false) params.follow = false;
+    return statFromWire(await this._req('file.stat', params));
+  }
+
+  lstat(path) { return this.stat(path, { follow: false }); }
+
+  /** Directory entry names, or { name, type } entries with `withTypes`. */
+  async readdir(path, opts = {}) {
+    checkKeys(opts, new Set(['withTypes']), 'readdir');
+    const r = await this._req('file.readdir', { path });
+    const entries = r.entries || [];
+    return opts.withTypes ? entries : entries.map((e) => e.name);
+  }
+
+  async exists(path, opts = {}) {
+    checkKeys(opts, new Set(['follow']), 'exists');
+    const params = { path };
+    if (opts.follow === false) params.follow = false;
+    const r = await this._req('file.exists', params);
+    return !!r.exists;
+  }
+
+  async mkdir(path, opts = {}) {
+    checkKeys(opts, new Set(['recursive', 'mode']), 'mkdir');
+    const params = { path };
+    if (opts.recursive) params.recursive = true;
+    if (opts.mode !== undefined) params.mode = opts.mode;
+    const r = await this._req('file.mkdir', params);
+    return !!r.created;
+  }
+
+  async rm(path, opts = {}) {
+    checkKeys(opts, new Set(['recursive', 'force']), 'rm');
+    const params = { path };
+    if (opts.recursive) params.recursive = true;
+    if (opts.force) params.force = true;
+    const r = await this._req('file.rm', params);
+    return !!r.removed;
+  }
+
+  async rename(from, to, opts = {}) {
+    checkKeys(opts, new Set(['overwrite']), 'rename');
+    const params = { from, to };
+    if (opts.overwrite === false) params.overwrite = false;
+    await this._req('file.rename', params);
+  }
+
+  /** Copy-on-write workspaces (session.create { cow: true }): the changes
+   * made in the sandbox, relative to the host directory. */
+  diff(opts = {}) { return this._req('workspace.diff', { ...opts }); }
+  /** Applies the changes (all, or `paths`) to the host directory. */
+  commit(opts = {}) { return this._req('workspace.commit', { ...opts }); }
+  /** Discards the changes. */
+  reset(opts = {}) { return this._req('workspace.reset', { ...opts }); }
+}
+
+class ExecStream {
+  constructor(session, params, wantBuffer, signal) {
+    this.session = session;
+    this.execId = params.execId;
+    this.pid = null;
+    this._wantBuffer = wantBuffer;
+    this._queue = [];
+    this._queued = 0;
+    this._waiter = null;
+    this._done = false;
+    this._error = null;
+    this._iterating = false;
+    this._highSeen = false;
+    const conn = session.fluebox._conn;
+    this._conn = conn;
+    let startResolve;
+    this.started = new Promise((r) => { startResolve = r; });
+    this.started.catch(() => {});
+
+    if (signal && signal.aborted) {
+      this._error = abortError(signal, 'exec');
+      this._done = true;
+      this.result = Promise.reject(this._error);
+      this.result.catch(() => {});
+      startResolve(null);
+      return;
+    }
+    const onEvent = (msg) => {
+      if (msg.event === 'start') {
+        this.pid = msg.pid;
+        startResolve(msg);
+        return;
+      }
+      if (msg.event !== 'stdout' && msg.event !== 'stderr') return;
+      const data = wantBuffer ? Buffer.from(msg.data || '', 'base64') : msg.data || '';
+      this._queue.push({ stream: msg.event, data });
+      this._queued += data.length;
+      this._wake();
+    };
+    // Hysteresis: once above the high mark, stay paused until below the low one.
+    const flow = {
+      wantsPause: () => {
+        if (!this._iterating) return false;
+        if (this._queued > STREAM_HIGH) this._highSeen = true;
+        else if (this._queued < STREAM_LOW) this._highSeen = false;
+        return this._highSeen;
+      },
+    };
+    const run = session._req('exec', params, onEvent, flow);
+    let onAbort = null;
+    this.result = new Promise((resolve, reject) => {
+      const finish = (err, r) => {
+        if (this._done && this._error) return; // already aborted
+        this._done = true;
+        if (err) { this._error = err; reject(err); } else resolve(r);
+        startResolve(null);
+        if (signal && onAbort) signal.removeEventListener('abort', onAbort);
+        this._wake();
+      };
+      run.then((r) => finish(null, r), (e) => finish(e));
+      if (signal) {
+        onAbort = () => {
+          const e = abortError(signal, 'exec');
+          this._error = e;
+          this._done = true;
+          reject(e);
+          startResolve(null);
+          this.kill('SIGKILL').catch(() => {});
+          this._wake();
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+      }
+    });
+    this.result.catch(() => {});
+  }
+
+  /** Sends a signal (default SIGKILL) to the command's process group. */
+  kill(signal) { return this.session.kill(this.execId, signal); }
+
+  _wake() {
+    if (this._waiter) { const w = this._waiter; this._waiter = null; w(); }
+  }
+
+  _resumeIfLow() { this._conn.reflow(); }
+
+  async *[Symbol.asyncIterator]() {
+    this._iterating = true;
+    let finished = false;
+    try {
+      for (;;) {
+        if (this._queue.length) {
+          const c = this._queue.shift();
+          this._queued -= c.data.length;
+          this._resumeIfLow();
+          yield c;
+          continue;
+        }
+        if (this._done) {
+          finished = true;
+          if (this._error) throw this._error;
+          return;
+        }
+        await new Promise((r) => { this._waiter = r; });
+      }
+    } finally {
+      this._iterating = false;
+      this._conn.reflow();
+      if (!finished && !this._done) this.kill('SIGKILL').catch(() => {});
+    }
+  }
+
+  /** Collects the remaining output into { stdout, stderr } plus the result. */
+  async collect() {
+    const out = [];
+    const err = [];
+    for await (const c of this) (c.stream === 'stdout' ? out : err).push(c.data);
+    const r = await this.result;
+    const join = (a) => (this._wantBuffer ? Buffer.concat(a) : a.join(''));
+    return { ...r, stdout: join(out), stderr: join(err) };
+  }
+}
+
+module.exports = { Fluebox, Session, ExecStream, sessionParams, ConnectionError };

@@ -1,0 +1,116 @@
+// Fluebox.connect: a given socket, the default socket, a private server
+// (found through the option, FLUEBOX_BIN or PATH) that exits with the client.
+import { test, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Fluebox, ConnectionError, FlueboxError, defaultSocketPath, findBinary } from '../index.mjs';
+import { binary, startServer, tmpdir, pidAlive, waitFor } from './helpers.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const indexPath = path.resolve(here, '../index.cjs');
+const cleanup = [];
+after(async () => { for (const f of cleanup.reverse()) await f(); });
+
+describe('connect', () => {
+  test('to an explicit socket', async () => {
+    const srv = await startServer();
+    cleanup.push(() => srv.stop());
+    const fb = await Fluebox.connect({ socket: srv.socket });
+    assert.equal(fb.socket, srv.socket);
+    assert.equal(fb.server, null);
+    assert.equal((await fb.serverInfo()).name, 'fluebox');
+    await fb.close();
+  });
+
+  test('an explicit socket with no server is a ConnectionError (no private server)', async () => {
+    const sock = path.join(tmpdir(), 'none.sock');
+    await assert.rejects(Fluebox.connect({ socket: sock }), (e) => e instanceof ConnectionError && e.syscallCode === 'ENOENT');
+  });
+
+  test('the default socket: FLUEBOX_SOCKET', async () => {
+    const srv = await startServer();
+    cleanup.push(() => srv.stop());
+    assert.equal(defaultSocketPath({ FLUEBOX_SOCKET: srv.socket }), srv.socket);
+    const fb = await Fluebox.connect({ env: { ...process.env, FLUEBOX_SOCKET: srv.socket }, autoStart: false });
+    assert.equal(fb.socket, srv.socket);
+    await fb.close();
+  });
+
+  test('the default socket rule without FLUEBOX_SOCKET', () => {
+    const uid = process.getuid();
+    const xdg = tmpdir();
+    assert.equal(defaultSocketPath({ XDG_RUNTIME_DIR: xdg }), path.join(xdg, 'fluebox.sock'));
+    const p = defaultSocketPath({ XDG_RUNTIME_DIR: '/nonexistent' });
+    assert.ok(p === `/run/user/${uid}/fluebox.sock` || p === `/tmp/fluebox-${uid}/fluebox.sock`, p);
+  });
+
+  test('autoStart: false with nothing listening rejects', async () => {
+    const env = { ...process.env, FLUEBOX_SOCKET: path.join(tmpdir(), 'nothing.sock') };
+    await assert.rejects(Fluebox.connect({ env, autoStart: false }), ConnectionError);
+  });
+
+  test('a private server from the binary option; close() stops it and removes its socket', async () => {
+    const fb = await Fluebox.connect({ private: true, binary: binary() });
+    const { pid, socket } = fb.server;
+    assert.ok(pidAlive(pid));
+    const s = await fb.createSession();
+    assert.equal((await s.exec('echo private')).stdout, 'private\n');
+    await fb.close();
+    await waitFor(() => !pidAlive(pid), 10000, 'private server exit');
+    assert.equal(fs.existsSync(socket), false);
+  });
+
+  test('a private server from FLUEBOX_BIN, and from PATH', async () => {
+    const fb1 = await Fluebox.connect({ private: true, env: { ...process.env, FLUEBOX_BIN: binary() } });
+    assert.equal(fb1.server.binary, path.resolve(binary()));
+    await fb1.close();
+    const bindir = path.dirname(binary());
+    // PATH lookup needs the file to be called "fluebox".
+    if (path.basename(binary()) === 'fluebox') {
+      const env = { ...process.env, PATH: `${bindir}:${process.env.PATH}` };
+      delete env.FLUEBOX_BIN;
+      assert.equal(findBinary(undefined, env), path.join(bindir, 'fluebox'));
+      const fb2 = await Fluebox.connect({ private: true, env });
+      assert.equal((await fb2.serverInfo()).name, 'fluebox');
+      await fb2.close();
+    }
+  });
+
+  test('no binary anywhere: a clear error', async () => {
+    const env = { PATH: tmpdir(), FLUEBOX_SOCKET: path.join(tmpdir(), 'x.sock') };
+    await assert.rejects(Fluebox.connect({ env }), (e) => e instanceof FlueboxError && e.code === 'binary_not_found');
+    await assert.rejects(Fluebox.connect({ private: true, binary: '/nonexistent/fluebox' }), /not an executable/);
+  });
+
+  test('a private server that cannot start reports its stderr', async () => {
+    await assert.rejects(
+      Fluebox.connect({ private: true, binary: binary(), serverArgs: ['--no-such-option'] }),
+      (e) => e.code === 'server_failed',
+    );
+  });
+
+  for (const how of ['exits without close()', 'is killed with SIGKILL']) {
+    test(`the private server exits when the client process ${how}`, async () => {
+      const script = `
+        const { Fluebox } = require(${JSON.stringify(indexPath)});
+        (async () => {
+          const fb = await Fluebox.connect({ private: true, binary: ${JSON.stringify(binary())} });
+          await fb.createSession();
+          process.stdout.write(JSON.stringify(fb.server) + '\\n');
+          ${how.startsWith('exits') ? '' : 'setInterval(() => {}, 1000);'}
+        })().catch((e) => { console.error(e); process.exit(2); });`;
+      const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const exited = new Promise((r) => child.once('exit', r));
+      let out = '';
+      child.stdout.on('data', (b) => { out += b; });
+      await waitFor(() => out.includes('\n'), 20000, 'child connected');
+      const info = JSON.parse(out);
+      if (!how.startsWith('exits')) child.kill('SIGKILL');
+      await exited;
+      await waitFor(() => !pidAlive(info.pid), 15000, 'private server exit');
+    });
+  }
+});

@@ -1,0 +1,442 @@
+"""What the synchronous and the asyncio clients share: result types, the
+mapping from keyword arguments to protocol parameters, the default socket
+path, finding the binary and starting a private server."""
+
+import base64
+import ctypes
+import math
+import os
+import secrets
+import shutil
+import signal as _signal
+import stat as _stat
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from .errors import BinaryNotFound
+
+# Data larger than this is written in several file.write requests (base64 of
+# 8 MiB stays well below the server's 16 MiB line limit).
+WRITE_CHUNK = 8 * 1024 * 1024
+
+Command = Union[str, Sequence[str]]
+Data = Union[str, bytes, bytearray, memoryview]
+
+
+@dataclass
+class ExecResult:
+    """The end of a command: it ran, whatever its exit code."""
+
+    exit_code: int
+    stdout: Union[str, bytes] = ""
+    stderr: Union[str, bytes] = ""
+    signal: Optional[str] = None
+    timed_out: bool = False
+    duration_ms: int = 0
+    exec_id: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @classmethod
+    def from_wire(cls, r: Mapping[str, Any], as_bytes: bool, stdout=None, stderr=None) -> "ExecResult":
+        enc = r.get("encoding", "utf8")
+
+        def dec(v):
+            if v is None:
+                return b"" if as_bytes else ""
+            if as_bytes:
+                return base64.b64decode(v) if enc == "base64" else v.encode("utf-8")
+            return v
+
+        return cls(
+            exit_code=int(r.get("exitCode", -1)),
+            stdout=stdout if stdout is not None else dec(r.get("stdout")),
+            stderr=stderr if stderr is not None else dec(r.get("stderr")),
+            signal=r.get("signal"),
+            timed_out=bool(r.get("timedOut", False)),
+            duration_ms=int(r.get("durationMs", 0) or 0),
+            exec_id=r.get("execId", ""),
+            stdout_truncated=bool(r.get("stdoutTruncated", False)),
+            stderr_truncated=bool(r.get("stderrTruncated", False)),
+        )
+
+
+@dataclass
+class OutputChunk:
+    """A piece of a streamed command's output."""
+
+    stream: str  # "stdout" or "stderr"
+    data: Union[str, bytes]
+
+
+@dataclass
+class Stat:
+    """file.stat's result. ``type`` is file, dir, symlink, fifo, socket,
+    char or block. Times are milliseconds since the epoch."""
+
+    type: str
+    size: Optional[int] = None
+    mode: Optional[int] = None
+    uid: Optional[int] = None
+    gid: Optional[int] = None
+    nlink: Optional[int] = None
+    mtime_ms: Optional[int] = None
+    atime_ms: Optional[int] = None
+    ctime_ms: Optional[int] = None
+    target: Optional[str] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def is_file(self) -> bool:
+        return self.type == "file"
+
+    @property
+    def is_dir(self) -> bool:
+        return self.type == "dir"
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.type == "symlink"
+
+    @property
+    def mtime(self) -> Optional[float]:
+        """Modification time in seconds since the epoch (as os.stat)."""
+        return None if self.mtime_ms is None else self.mtime_ms / 1000.0
+
+    @classmethod
+    def from_wire(cls, r: Mapping[str, Any]) -> "Stat":
+        return cls(
+            type=r.get("type", "unknown"),
+            size=r.get("size"),
+            mode=r.get("mode"),
+            uid=r.get("uid"),
+            gid=r.get("gid"),
+            nlink=r.get("nlink"),
+            mtime_ms=r.get("mtimeMs"),
+            atime_ms=r.get("atimeMs"),
+            ctime_ms=r.get("ctimeMs"),
+            target=r.get("target"),
+            raw=dict(r),
+        )
+
+
+@dataclass
+class DirEntry:
+    name: str
+    type: str
+
+
+# ---- parameters -------------------------------------------------------------
+
+_LIMIT_KEYS = {
+    "memory": "memory",
+    "cpus": "cpus",
+    "pids": "pids",
+    "disk": "disk",
+    "nofile": "nofile",
+    "fsize": "fsize",
+}
+
+
+def ceil_ms(seconds: Optional[float] = None, ms: Optional[float] = None, what: str = "timeout") -> Optional[int]:
+    """Seconds (or milliseconds) to whole milliseconds, rounded up."""
+    if seconds is not None and ms is not None:
+        raise TypeError("give %s or %s_ms, not both" % (what, what))
+    if seconds is not None:
+        ms = seconds * 1000.0
+    if ms is None:
+        return None
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)) or ms < 0 or math.isnan(ms):
+        raise ValueError("%s must be a non-negative number" % what)
+    return int(math.ceil(ms))
+
+
+def session_params(
+    profile: Optional[str] = None,
+    *,
+    memory: Union[str, int, None] = None,
+    cpus: Optional[float] = None,
+    pids: Optional[int] = None,
+    disk: Union[str, int, None] = None,
+    nofile: Optional[int] = None,
+    fsize: Union[str, int, None] = None,
+    timeout: Optional[float] = None,
+    timeout_ms: Optional[float] = None,
+    limits: Optional[Mapping[str, Any]] = None,
+    network: Optional[str] = None,
+    allow_net: Optional[Sequence[str]] = None,
+    workspace: Union[str, "os.PathLike[str]", None] = None,
+    cow: Optional[bool] = None,
+    cwd: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    ttl: Optional[float] = None,
+    idle_timeout: Optional[float] = None,
+    options: Optional[Sequence[str]] = None,
+    pool: Optional[bool] = None,
+) -> Dict[str, Any]:
+    """session.create parameters. Durations are in seconds (``timeout`` is the
+    default timeout of each exec; ``ttl`` and ``idle_timeout`` the session's)."""
+    p: Dict[str, Any] = {}
+    lim: Dict[str, Any] = dict(limits or {})
+    for k, wire in _LIMIT_KEYS.items():
+        v = locals()[k]
+        if v is not None:
+            lim[wire] = v
+    t = ceil_ms(timeout, timeout_ms)
+    if t is not None:
+        lim["timeoutMs"] = t
+    if lim:
+        p["limits"] = lim
+    if profile is not None:
+        p["profile"] = profile
+    if network is not None:
+        p["network"] = network
+    if allow_net is not None:
+        if isinstance(allow_net, str):
+            allow_net = [allow_net]
+        p["allowNet"] = list(allow_net)
+    if workspace is not None:
+        p["workspace"] = os.path.abspath(os.fspath(workspace))
+    if cow is not None:
+        p["cow"] = bool(cow)
+    if cwd is not None:
+        p["cwd"] = cwd
+    if env is not None:
+        p["env"] = dict(env)
+    if ttl is not None:
+        p["ttlMs"] = ceil_ms(ttl, what="ttl")
+    if idle_timeout is not None:
+        p["idleTimeoutMs"] = ceil_ms(idle_timeout, what="idle_timeout")
+    if options is not None:
+        p["options"] = list(options)
+    if pool is not None:
+        p["pool"] = bool(pool)
+    return p
+
+
+def new_exec_id() -> str:
+    return "p" + secrets.token_hex(8)
+
+
+def exec_params(
+    command: Command,
+    *,
+    cwd: Optional[str] = None,
+    env: Optional[Mapping[str, str]] = None,
+    stdin: Optional[Data] = None,
+    timeout: Optional[float] = None,
+    timeout_ms: Optional[float] = None,
+    binary: bool = False,
+    max_output_bytes: Optional[int] = None,
+    exec_id: Optional[str] = None,
+    stream: bool = False,
+) -> Dict[str, Any]:
+    p: Dict[str, Any] = {}
+    if isinstance(command, str):
+        p["command"] = command
+    else:
+        argv = list(command)
+        if not argv or not all(isinstance(a, str) for a in argv):
+            raise TypeError("command must be a shell string or a non-empty sequence of strings")
+        p["argv"] = argv
+    if cwd is not None:
+        p["cwd"] = cwd
+    if env is not None:
+        p["env"] = dict(env)
+    if stdin is not None:
+        if isinstance(stdin, str):
+            p["stdin"] = stdin
+        else:
+            p["stdin"] = base64.b64encode(bytes(stdin)).decode("ascii")
+            p["stdinEncoding"] = "base64"
+    t = ceil_ms(timeout, timeout_ms)
+    if t is not None:
+        p["timeoutMs"] = t
+    if max_output_bytes is not None:
+        p["maxOutputBytes"] = int(max_output_bytes)
+    p["encoding"] = "base64" if binary else "utf8"
+    p["execId"] = exec_id or new_exec_id()
+    if stream:
+        p["stream"] = True
+    return p
+
+
+def to_bytes(data: Data) -> bytes:
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError("data must be str or bytes")
+
+
+def write_requests(path: str, data: Data, *, parents: bool, mode, append: bool, exclusive: bool):
+    """The file.write parameter sets for ``data`` (several for large data)."""
+    base: Dict[str, Any] = {"path": path, "parents": bool(parents)}
+    if mode is not None:
+        base["mode"] = mode
+    if exclusive:
+        base["exclusive"] = True
+    if isinstance(data, str) and len(data) <= WRITE_CHUNK // 3:
+        return [dict(base, data=data, encoding="utf8", append=bool(append))]
+    raw = to_bytes(data)
+    out = []
+    off = 0
+    first = True
+    while first or off < len(raw):
+        chunk = raw[off : off + WRITE_CHUNK]
+        req = dict(base, data=base64.b64encode(chunk).decode("ascii"), encoding="base64",
+                   append=bool(append) or not first)
+        if not first:
+            req.pop("exclusive", None)
+            req.pop("parents", None)
+        out.append(req)
+        off += len(chunk)
+        first = False
+    return out
+
+
+def chunk_data(r: Mapping[str, Any], as_bytes: bool) -> Union[str, bytes]:
+    d = r.get("data") or ""
+    if as_bytes:
+        return base64.b64decode(d)
+    return d
+
+
+# ---- finding and starting a server -----------------------------------------
+
+
+def _owned_dir(p: str, uid: int) -> bool:
+    try:
+        st = os.stat(p)
+    except OSError:
+        return False
+    return _stat.S_ISDIR(st.st_mode) and st.st_uid == uid
+
+
+def default_socket_path(env: Optional[Mapping[str, str]] = None) -> str:
+    """The socket a client uses when none is given (docs/protocol.md, 1)."""
+    env = os.environ if env is None else env
+    if env.get("FLUEBOX_SOCKET"):
+        return env["FLUEBOX_SOCKET"]
+    uid = os.getuid()
+    xdg = env.get("XDG_RUNTIME_DIR")
+    if xdg and _owned_dir(xdg, uid):
+        return os.path.join(xdg, "fluebox.sock")
+    run = "/run/user/%d" % uid
+    if _owned_dir(run, uid):
+        return os.path.join(run, "fluebox.sock")
+    return "/tmp/fluebox-%d/fluebox.sock" % uid
+
+
+def find_binary(binary: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> str:
+    """The fluebox binary: ``binary``, FLUEBOX_BIN, or ``fluebox`` on PATH."""
+    env = os.environ if env is None else env
+    given = binary or env.get("FLUEBOX_BIN")
+    if given:
+        if os.path.isfile(given) and os.access(given, os.X_OK):
+            return os.path.abspath(given)
+        raise BinaryNotFound("fluebox binary not found: %s (from %s) is not an executable file"
+                             % (given, "the binary argument" if binary else "FLUEBOX_BIN"))
+    found = shutil.which("fluebox", path=env.get("PATH"))
+    if found:
+        return found
+    raise BinaryNotFound("fluebox binary not found: neither the binary "
+                         "argument, FLUEBOX_BIN nor PATH names a fluebox executable")
+
+
+def _set_pdeathsig():  # runs in the child between fork and exec
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(_signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+class PrivateServerProcess:
+    """A `fluebox serve` child on a socket in a fresh 0700 directory. It gets
+    SIGTERM when this process dies (PR_SET_PDEATHSIG), when stop() is called,
+    and at interpreter exit."""
+
+    def __init__(self, binary: Optional[str] = None, server_args: Sequence[str] = (),
+                 env: Optional[Mapping[str, str]] = None):
+        self.binary = find_binary(binary, env)
+        self.dir = tempfile.mkdtemp(prefix="fluebox-client-")
+        os.chmod(self.dir, 0o700)
+        self.socket = os.path.join(self.dir, "fluebox.sock")
+        self._stderr_path = os.path.join(self.dir, "server.log")
+        self._stderr = open(self._stderr_path, "wb")
+        self.proc = subprocess.Popen(
+            [self.binary, "serve", "--socket", self.socket] + list(server_args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr,
+            env=dict(env) if env is not None else None,
+            preexec_fn=_set_pdeathsig,
+            close_fds=True,
+        )
+        _live.add(self)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stderr_text(self) -> str:
+        try:
+            with open(self._stderr_path, "rb") as f:
+                lines = f.read()[-65536:].decode("utf-8", "replace").strip().splitlines()
+            return " | ".join(lines[-5:])
+        except OSError:
+            return ""
+
+    def exit_description(self) -> str:
+        rc = self.proc.returncode
+        if rc is None:
+            return "running"
+        return "signal %d" % -rc if rc < 0 else "exit code %d" % rc
+
+    def stop(self, grace: float = 5.0) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.terminate()
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(2)
+            except OSError:
+                pass
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        _live.discard(self)
+        try:
+            self._stderr.close()
+        except OSError:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_live: "set[PrivateServerProcess]" = set()
+
+
+def _stop_all_at_exit():
+    for s in list(_live):
+        try:
+            if s.proc.poll() is None:
+                s.proc.terminate()
+        except OSError:
+            pass
+
+
+import atexit  # noqa: E402
+
+atexit.register(_stop_all_at_exit)
+
+
+def list_or_none(v) -> List[Any]:
+    return list(v) if v else []

@@ -1,0 +1,629 @@
+"""The synchronous fluebox client.
+
+One Fluebox object holds one Unix-socket connection to `fluebox serve`.
+Requests are pipelined: a reader thread routes each response (and each
+streamed exec's output) to the caller waiting for it, so a Fluebox object can
+be shared by many threads (for example 20 sessions driven in parallel from a
+ThreadPoolExecutor).
+
+    from fluebox import Fluebox
+    with Fluebox.connect() as fb, fb.session(profile="strict", memory="256M") as s:
+        r = s.exec("python3 -c 'print(6*7)'", timeout=10)
+        print(r.exit_code, r.stdout)
+"""
+
+import itertools
+import json
+import queue
+import socket as _socket
+import threading
+import time
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
+
+from . import _common as C
+from ._common import Command, Data, DirEntry, ExecResult, OutputChunk, Stat
+from .errors import ConnectionClosed, FlueboxError, NotFound, SandboxDiedError, ServerFailed, TooLarge, from_wire
+
+__all__ = ["Fluebox", "Session", "ExecStream", "Cancelled"]
+
+STREAM_HIGH = 8 * 1024 * 1024
+STREAM_LOW = 1024 * 1024
+
+
+class Cancelled(FlueboxError):
+    """A command was cancelled by its ``cancel`` event; it has been killed."""
+
+    def __init__(self, message: str = "exec was cancelled", data: Optional[Dict[str, Any]] = None):
+        FlueboxError.__init__(self, "cancelled", message, data)
+
+
+class _Pending:
+    __slots__ = ("done", "result", "error", "on_event", "flow")
+
+    def __init__(self, on_event, flow):
+        self.done = threading.Event()
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+        self.on_event = on_event
+        self.flow = flow
+
+
+class _Connection:
+    """A socket, a reader thread, and the table of pending requests."""
+
+    def __init__(self, path: str, connect_timeout: float = 10.0):
+        s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        s.settimeout(connect_timeout)
+        try:
+            s.connect(path)
+        except OSError as e:
+            s.close()
+            raise ConnectionClosed("cannot connect to fluebox at %s: %s" % (path, e.strerror or e),
+                                   {"errno": e.errno}) from e
+        s.settimeout(None)
+        self.path = path
+        self._sock = s
+        self._rfile = s.makefile("rb", buffering=1 << 16)
+        self._ids = itertools.count(1)
+        self._pending: Dict[int, _Pending] = {}
+        self._lock = threading.Lock()  # pending table
+        self._wlock = threading.Lock()  # socket writes
+        self._flow = threading.Condition(self._lock)
+        self._closed = False
+        self._close_error: Optional[FlueboxError] = None
+        self.unmatched_errors: List[FlueboxError] = []
+        self._reader = threading.Thread(target=self._read_loop, name="fluebox-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def send(self, method: str, params: Mapping[str, Any], on_event=None, flow=None):
+        rid = next(self._ids)
+        p = _Pending(on_event, flow)
+        line = (json.dumps({"id": rid, "method": method, "params": dict(params)},
+                           ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        with self._lock:
+            if self._closed:
+                raise self._close_error or ConnectionClosed("connection to fluebox closed")
+            self._pending[rid] = p
+            self._flow.notify_all()
+        try:
+            with self._wlock:
+                self._sock.sendall(line)
+        except OSError as e:
+            self._shutdown(ConnectionClosed("connection to fluebox lost: %s" % e))
+        return rid, p
+
+    def wait(self, p: _Pending, cancel: Optional[threading.Event] = None, on_cancel=None):
+        if cancel is None:
+            p.done.wait()
+        else:
+            while not p.done.wait(0.05):
+                if cancel.is_set():
+                    if on_cancel:
+                        on_cancel()
+                    raise Cancelled()
+        if p.error is not None:
+            raise p.error
+        return p.result
+
+    def request(self, method: str, params: Mapping[str, Any], on_event=None):
+        _, p = self.send(method, params, on_event)
+        return self.wait(p)
+
+    def reflow(self) -> None:
+        with self._lock:
+            self._flow.notify_all()
+
+    def _should_pause(self) -> bool:  # with _lock held
+        if not self._pending:
+            return False
+        return all(p.flow is not None and p.flow() for p in self._pending.values())
+
+    def _read_loop(self) -> None:
+        err: FlueboxError = ConnectionClosed("connection to fluebox closed")
+        try:
+            while True:
+                with self._lock:
+                    while self._should_pause() and not self._closed:
+                        self._flow.wait(0.5)
+                    if self._closed:
+                        return
+                line = self._rfile.readline()
+                if not line:
+                    break
+                self._on_line(line)
+        except (OSError, ValueError) as e:
+            if not self._closed:
+                err = ConnectionClosed("connection to fluebox lost: %s" % e)
+        self._shutdown(err)
+
+    def _on_line(self, line: bytes) -> None:
+        line = line.strip()
+        if not line:
+            return
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            self._shutdown(FlueboxError("parse_error", "the server sent a line that is not JSON"))
+            return
+        if not isinstance(msg, dict):
+            return
+        rid = msg.get("id")
+        if rid is None:
+            e = from_wire(msg.get("error"))
+            if e.code in ("limit_exceeded", "shutting_down"):
+                self._shutdown(e)
+            else:
+                self.unmatched_errors.append(e)
+            return
+        with self._lock:
+            p = self._pending.get(rid)
+            if p is None:
+                return
+            if "event" in msg:
+                pass
+            else:
+                del self._pending[rid]
+        if "event" in msg:
+            if p.on_event is not None:
+                try:
+                    p.on_event(msg)
+                except Exception:  # a consumer's bug must not kill the reader
+                    pass
+            return
+        if "error" in msg and msg["error"] is not None:
+            p.error = from_wire(msg["error"])
+        else:
+            r = msg.get("result")
+            p.result = r if isinstance(r, dict) else {}
+        p.done.set()
+
+    def _shutdown(self, err: FlueboxError) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._close_error = err
+            pending = list(self._pending.values())
+            self._pending.clear()
+            self._flow.notify_all()
+        for p in pending:
+            p.error = err
+            p.done.set()
+        try:
+            self._sock.shutdown(_socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self._shutdown(ConnectionClosed("connection closed by the client"))
+        if threading.current_thread() is not self._reader:
+            self._reader.join(2)
+        try:
+            self._rfile.close()
+        except OSError:
+            pass
+        self._sock.close()
+
+
+class Fluebox:
+    """A connection to a fluebox server. Use ``Fluebox.connect()``."""
+
+    def __init__(self, conn: _Connection, server: Optional[C.PrivateServerProcess] = None):
+        self._conn = conn
+        self._server = server
+        self.socket = conn.path
+
+    @classmethod
+    def connect(
+        cls,
+        socket: Optional[str] = None,
+        *,
+        binary: Optional[str] = None,
+        private: bool = False,
+        auto_start: bool = True,
+        server_args: Sequence[str] = (),
+        start_timeout: float = 20.0,
+        connect_timeout: float = 10.0,
+    ) -> "Fluebox":
+        """Connects to ``socket``; or, without it, to the default socket if a
+        server listens there, else starts a private ``fluebox serve`` (binary
+        from ``binary``, FLUEBOX_BIN or PATH) that stops with this client."""
+        if socket:
+            return cls(_Connection(socket, connect_timeout))
+        if not private:
+            try:
+                return cls(_Connection(C.default_socket_path(), connect_timeout))
+            except ConnectionClosed:
+                if not auto_start:
+                    raise
+        srv = C.PrivateServerProcess(binary, server_args)
+        deadline = time.monotonic() + start_timeout
+        delay = 0.005
+        import os
+
+        while True:
+            if srv.proc.poll() is not None:
+                srv._cleanup()
+                tail = srv.stderr_text()
+                raise ServerFailed("fluebox serve exited (%s) before it was ready%s"
+                                   % (srv.exit_description(), ": " + tail if tail else ""))
+            if os.path.exists(srv.socket):
+                try:
+                    return cls(_Connection(srv.socket, connect_timeout), srv)
+                except ConnectionClosed:
+                    pass
+            if time.monotonic() > deadline:
+                tail = srv.stderr_text()
+                srv.stop()
+                raise ServerFailed("fluebox serve did not accept connections within %.0f s%s"
+                                   % (start_timeout, ": " + tail if tail else ""))
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    # -- lifecycle --
+
+    @property
+    def closed(self) -> bool:
+        return self._conn.closed
+
+    @property
+    def server_pid(self) -> Optional[int]:
+        """The pid of the private server this client started, or None."""
+        return self._server.pid if self._server else None
+
+    def close(self) -> None:
+        """Closes the connection, and stops the private server if this client
+        started one (which destroys its sessions)."""
+        self._conn.close()
+        if self._server is not None:
+            self._server.stop()
+
+    def __enter__(self) -> "Fluebox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- requests --
+
+    def request(self, method: str, params: Optional[Mapping[str, Any]] = None,
+                on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> Dict[str, Any]:
+        """Sends any protocol request and returns its result."""
+        return self._conn.request(method, params or {}, on_event)
+
+    def server_info(self) -> Dict[str, Any]:
+        return self.request("server.info")
+
+    def create_session(self, profile: Optional[str] = None, **options: Any) -> "Session":
+        """Creates a session. Keyword arguments: memory, cpus, pids, disk,
+        nofile, fsize, timeout (default per exec, seconds), limits, network,
+        allow_net, workspace, cow, cwd, env, ttl, idle_timeout (seconds),
+        options (extra `fluebox run` flags), pool."""
+        info = self.request("session.create", C.session_params(profile, **options))
+        return Session(self, info["session"], info)
+
+    def session(self, profile: Optional[str] = None, **options: Any) -> "Session":
+        """Like create_session; as a context manager the session is destroyed
+        at the end of the block."""
+        return self.create_session(profile, **options)
+
+    def attach(self, session_id: str) -> "Session":
+        """A handle on an existing session (no request is made)."""
+        return Session(self, session_id, None)
+
+    def list_sessions(self) -> List[Dict[str, Any]]:
+        return list(self.request("session.list").get("sessions") or [])
+
+
+class Session:
+    """One sandbox. A context manager: leaving the block destroys it."""
+
+    def __init__(self, fb: Fluebox, session_id: str, info: Optional[Dict[str, Any]]):
+        self.fluebox = fb
+        self.id = session_id
+        self.create_info = info
+        self.dead = False
+
+    def __repr__(self) -> str:
+        return "<fluebox.Session %s%s>" % (self.id, " dead" if self.dead else "")
+
+    @property
+    def cwd(self) -> str:
+        return (self.create_info or {}).get("cwd") or "/workspace"
+
+    def _send(self, method: str, params: Mapping[str, Any], on_event=None, flow=None):
+        return self.fluebox._conn.send(method, dict(params, session=self.id), on_event, flow)
+
+    def _wait(self, p, cancel=None, on_cancel=None):
+        try:
+            return self.fluebox._conn.wait(p, cancel, on_cancel)
+        except SandboxDiedError:
+            self.dead = True
+            raise
+
+    def _req(self, method: str, **params: Any) -> Dict[str, Any]:
+        _, p = self._send(method, params)
+        return self._wait(p)
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.destroy()
+        except FlueboxError:
+            pass
+
+    def info(self) -> Dict[str, Any]:
+        return self._req("session.info")
+
+    def destroy(self) -> None:
+        self._req("session.destroy")
+        self.dead = True
+
+    # -- commands --
+
+    def exec(
+        self,
+        command: Command,
+        *,
+        cwd: Optional[str] = None,
+        env: Optional[Mapping[str, str]] = None,
+        stdin: Optional[Data] = None,
+        timeout: Optional[float] = None,
+        timeout_ms: Optional[float] = None,
+        binary: bool = False,
+        max_output_bytes: Optional[int] = None,
+        exec_id: Optional[str] = None,
+        cancel: Optional[threading.Event] = None,
+    ) -> ExecResult:
+        """Runs a command (a shell string, or an argv list) and returns its
+        ExecResult whatever the exit code. ``timeout`` is in seconds (rounded
+        up to whole ms); when it expires the command is killed and
+        ``exit_code`` is 124. ``binary=True`` returns bytes. Setting the
+        ``cancel`` event (or Ctrl-C) kills the command: Cancelled (or
+        KeyboardInterrupt) is raised."""
+        params = C.exec_params(command, cwd=cwd, env=env, stdin=stdin, timeout=timeout,
+                               timeout_ms=timeout_ms, binary=binary,
+                               max_output_bytes=max_output_bytes, exec_id=exec_id)
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+        _, p = self._send("exec", params)
+        kill = lambda: self._kill_quietly(params["execId"])  # noqa: E731
+        try:
+            r = self._wait(p, cancel, kill)
+        except KeyboardInterrupt:
+            kill()
+            raise
+        return ExecResult.from_wire(r, binary)
+
+    def stream(self, command: Command, **kwargs: Any) -> "ExecStream":
+        """Runs a command and streams its output: iterate over the returned
+        ExecStream for OutputChunk(stream, data) as it comes, then read
+        ``.result``. Leaving the loop early (break) kills the command."""
+        return ExecStream(self, command, **kwargs)
+
+    def kill(self, exec_id: str, signal: Union[str, int, None] = None) -> None:
+        """Sends a signal (default SIGKILL) to a running exec's process group."""
+        params: Dict[str, Any] = {"execId": exec_id}
+        if signal is not None:
+            params["signal"] = signal
+        self._req("exec.kill", **params)
+
+    def _kill_quietly(self, exec_id: str) -> None:
+        try:
+            self._send("exec.kill", {"execId": exec_id})
+        except FlueboxError:
+            pass
+
+    # -- files --
+
+    def read_file(self, path: str, *, offset: int = 0, length: Optional[int] = None) -> str:
+        """Reads a text file (UTF-8; invalid bytes become U+FFFD)."""
+        params: Dict[str, Any] = {"path": path, "encoding": "utf8"}
+        if offset:
+            params["offset"] = offset
+        if length is not None:
+            params["length"] = length
+        r = self._req("file.read", **params)
+        if r.get("eof", True) or length is not None:
+            return r.get("data") or ""
+        return self.read_bytes(path, offset=offset).decode("utf-8", "replace")
+
+    def read_bytes(self, path: str, *, offset: int = 0, length: Optional[int] = None) -> bytes:
+        """Reads a file's bytes (in several requests when it is large)."""
+        parts: List[bytes] = []
+        remaining = length
+        while True:
+            params: Dict[str, Any] = {"path": path, "encoding": "base64", "offset": offset}
+            if remaining is not None:
+                params["length"] = remaining
+            try:
+                r = self._req("file.read", **params)
+            except TooLarge:
+                if remaining is None:
+                    raise
+                del params["length"]
+                r = self._req("file.read", **params)
+            chunk = C.chunk_data(r, True)
+            parts.append(chunk)
+            offset += len(chunk)
+            if remaining is not None:
+                remaining -= len(chunk)
+            if r.get("eof", True) or not chunk or (remaining is not None and remaining <= 0):
+                break
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def write_file(self, path: str, data: Data, *, parents: bool = True, mode: Union[int, str, None] = None,
+                   append: bool = False, exclusive: bool = False) -> int:
+        """Writes text or bytes; creates missing parent directories unless
+        ``parents=False``. Returns the number of bytes written."""
+        written = 0
+        for params in C.write_requests(path, data, parents=parents, mode=mode, append=append, exclusive=exclusive):
+            written += int(self._req("file.write", **params).get("bytesWritten", 0))
+        return written
+
+    def stat(self, path: str, *, follow: bool = True) -> Stat:
+        params: Dict[str, Any] = {"path": path}
+        if not follow:
+            params["follow"] = False
+        return Stat.from_wire(self._req("file.stat", **params))
+
+    def lstat(self, path: str) -> Stat:
+        return self.stat(path, follow=False)
+
+    def listdir(self, path: str = ".") -> List[str]:
+        """Entry names, sorted, without . and .."""
+        return [e.name for e in self.readdir(path)]
+
+    def readdir(self, path: str = ".") -> List[DirEntry]:
+        r = self._req("file.readdir", path=path)
+        return [DirEntry(e.get("name", ""), e.get("type", "unknown")) for e in r.get("entries") or []]
+
+    def exists(self, path: str, *, follow: bool = True) -> bool:
+        params: Dict[str, Any] = {"path": path}
+        if not follow:
+            params["follow"] = False
+        return bool(self._req("file.exists", **params).get("exists"))
+
+    def mkdir(self, path: str, *, parents: bool = False, mode: Union[int, str, None] = None) -> bool:
+        """Creates a directory (``parents=True``: and missing parents, and no
+        error if it exists). Returns whether it was created."""
+        params: Dict[str, Any] = {"path": path}
+        if parents:
+            params["recursive"] = True
+        if mode is not None:
+            params["mode"] = mode
+        return bool(self._req("file.mkdir", **params).get("created"))
+
+    def rm(self, path: str, *, recursive: bool = False, force: bool = False) -> bool:
+        params: Dict[str, Any] = {"path": path}
+        if recursive:
+            params["recursive"] = True
+        if force:
+            params["force"] = True
+        return bool(self._req("file.rm", **params).get("removed"))
+
+    def rename(self, src: str, dst: str, *, overwrite: bool = True) -> None:
+        params: Dict[str, Any] = {"from": src, "to": dst}
+        if not overwrite:
+            params["overwrite"] = False
+        self._req("file.rename", **params)
+
+    # -- copy-on-write workspaces (session created with cow=True) --
+
+    def diff(self, **params: Any) -> Dict[str, Any]:
+        """The changes made in the sandbox relative to the host workspace."""
+        return self._req("workspace.diff", **params)
+
+    def commit(self, **params: Any) -> Dict[str, Any]:
+        """Applies the changes (all, or ``paths=[...]``) to the host directory."""
+        return self._req("workspace.commit", **params)
+
+    def reset(self, **params: Any) -> Dict[str, Any]:
+        """Discards the changes."""
+        return self._req("workspace.reset", **params)
+
+
+class ExecStream:
+    """A running, streamed command. Iterate for OutputChunk objects; then
+    ``.result`` (or ``.wait()``) gives the ExecResult (with empty stdout and
+    stderr: the output was delivered as chunks)."""
+
+    def __init__(self, session: Session, command: Command, *, binary: bool = False,
+                 cancel: Optional[threading.Event] = None, **kwargs: Any):
+        self.session = session
+        self._binary = binary
+        self._cancel = cancel
+        params = C.exec_params(command, binary=binary, stream=True, **kwargs)
+        self.exec_id: str = params["execId"]
+        self.pid: Optional[int] = None
+        self._q: "queue.Queue[Any]" = queue.Queue()
+        self._queued = 0
+        self._high = False
+        self._iterating = False
+        self._qlock = threading.Lock()
+        self.started = threading.Event()
+        _, self._p = session._send("exec", params, self._on_event, self._wants_pause)
+        self._watch = threading.Thread(target=self._watch_done, daemon=True)
+        self._watch.start()
+
+    def _wants_pause(self) -> bool:
+        if not self._iterating:
+            return False
+        if self._queued > STREAM_HIGH:
+            self._high = True
+        elif self._queued < STREAM_LOW:
+            self._high = False
+        return self._high
+
+    def _on_event(self, msg: Dict[str, Any]) -> None:
+        ev = msg.get("event")
+        if ev == "start":
+            self.pid = msg.get("pid")
+            self.started.set()
+        elif ev in ("stdout", "stderr"):
+            data = C.chunk_data(msg, self._binary)
+            with self._qlock:
+                self._queued += len(data)
+            self._q.put(OutputChunk(ev, data))
+
+    def _watch_done(self) -> None:
+        self._p.done.wait()
+        self.started.set()
+        self._q.put(None)
+
+    def kill(self, signal: Union[str, int, None] = None) -> None:
+        self.session.kill(self.exec_id, signal)
+
+    def __iter__(self) -> Iterator[OutputChunk]:
+        self._iterating = True
+        finished = False
+        try:
+            while True:
+                try:
+                    item = self._q.get(timeout=0.05 if self._cancel is not None else None)
+                except queue.Empty:
+                    if self._cancel is not None and self._cancel.is_set():
+                        self.session._kill_quietly(self.exec_id)
+                        raise Cancelled()
+                    continue
+                if item is None:
+                    finished = True
+                    if self._p.error is not None:
+                        if isinstance(self._p.error, SandboxDiedError):
+                            self.session.dead = True
+                        raise self._p.error
+                    return
+                with self._qlock:
+                    self._queued -= len(item.data)
+                self.session.fluebox._conn.reflow()
+                yield item
+        finally:
+            self._iterating = False
+            self.session.fluebox._conn.reflow()
+            if not finished and not self._p.done.is_set():
+                self.session._kill_quietly(self.exec_id)
+
+    def wait(self) -> ExecResult:
+        r = self.session._wait(self._p, self._cancel, lambda: self.session._kill_quietly(self.exec_id))
+        return ExecResult.from_wire(r, self._binary)
+
+    @property
+    def result(self) -> ExecResult:
+        return self.wait()
+
+    def collect(self) -> ExecResult:
+        """Consumes the remaining output and returns the ExecResult with it."""
+        out: List[Any] = []
+        err: List[Any] = []
+        for c in self:
+            (out if c.stream == "stdout" else err).append(c.data)
+        r = self.wait()
+        join = (lambda a: b"".join(a)) if self._binary else (lambda a: "".join(a))
+        r.stdout, r.stderr = join(out), join(err)
+        return r

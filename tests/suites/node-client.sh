@@ -1,0 +1,21 @@
+#!/bin/bash
+# tests/suites/node-client.sh — the Node.js client's tests (bindings/node,
+# node's built-in test runner) against a real `fluebox serve` started by each
+# test file. Prints "ok - ..." / "not ok - ..." lines for tests/run.sh.
+# Environment: FB = the fluebox binary (set by tests/run.sh).
+set -u
+cd "$(dirname "$0")/../.."
+: "${FB:=$(pwd)/fluebox}"
+if ! command -v node >/dev/null 2>&1; then
+  echo "ok - node client # skip: node is not installed"
+  exit 0
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -lt 18 ]; then
+  echo "ok - node client # skip: node $major is older than 18"
+  exit 0
+fi
+cd bindings/node
+# Each file starts its own server; run them one at a time (the machine has
+# 2 cores and the 50 MB and 20-session tests are heavy enough).
+FB="$FB" exec timeout 1200 node --test --test-concurrency=1 --test-reporter=./test/reporter.mjs test/

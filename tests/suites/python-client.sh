@@ -1,0 +1,33 @@
+#!/bin/bash
+# tests/suites/python-client.sh — the Python client's tests (bindings/python,
+# unittest) against a real `fluebox serve`, with every Python 3 found (the
+# pyenv one on PATH and Debian's /usr/bin/python3). Prints "ok - ..." /
+# "not ok - ..." lines for tests/run.sh.
+# Environment: FB = the fluebox binary (set by tests/run.sh).
+set -u
+cd "$(dirname "$0")/../.."
+: "${FB:=$(pwd)/fluebox}"
+export FB
+pys=()
+for py in python3 /usr/bin/python3; do
+  p=$(command -v "$py" 2>/dev/null) || continue
+  real=$("$p" -c 'import sys; print(sys.executable)' 2>/dev/null) || continue
+  dup=
+  for q in "${pys[@]+"${pys[@]}"}"; do [ "$q" = "$real" ] && dup=1; done
+  [ -z "$dup" ] && pys+=("$real")
+done
+if [ ${#pys[@]} = 0 ]; then
+  echo "ok - python client # skip: python3 is not installed"
+  exit 0
+fi
+# The full suite with the first interpreter; the quick subset with the others.
+first=1
+for py in "${pys[@]}"; do
+  ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  if [ -n "$first" ]; then
+    timeout 1200 "$py" bindings/python/tests/run.py --tag "py$ver"
+    first=
+  else
+    timeout 600 "$py" bindings/python/tests/run.py --tag "py$ver" --quick
+  fi
+done
