@@ -23,3 +23,14 @@ fuzz: build/fuzz-profile
 	@mkdir -p build/fuzz-corpus
 	build/fuzz-profile -max_total_time=$(FUZZ_TIME) -timeout=20 -dict=tests/fuzz/profile.dict \
 	    -artifact_prefix=build/fuzz-crash- build/fuzz-corpus tests/fuzz/corpus
+
+# The wire protocol's parser and encoders (tests/fuzz/proto_fuzz.c, src/proto.c;
+# tests/suites/fuzz-proto.sh runs it briefly in make check).
+build/fuzz-proto: tests/fuzz/proto_fuzz.c src/proto.c src/proto.h src/util.c src/fb.h
+	@mkdir -p build
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/proto_fuzz.c src/proto.c src/util.c -ljansson
+
+fuzz-proto: build/fuzz-proto
+	@mkdir -p build/fuzz-corpus-proto
+	build/fuzz-proto -max_total_time=$(FUZZ_TIME) -timeout=20 -dict=tests/fuzz/proto.dict \
+	    -artifact_prefix=build/fuzz-crash-proto- build/fuzz-corpus-proto tests/fuzz/corpus-proto

@@ -662,8 +662,9 @@ def t_malformed(srv):
 
 @test
 def t_corpus_files(srv):
-    """Every file in tests/server/corpus is sent as one request line."""
-    d = os.path.join(HERE, "corpus")
+    """Every seed of the protocol fuzzer (tests/fuzz/corpus-proto) is sent
+    as one request line."""
+    d = os.path.join(HERE, "..", "fuzz", "corpus-proto")
     if not os.path.isdir(d):
         return
     c = srv.conn()

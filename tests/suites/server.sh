@@ -1,0 +1,18 @@
+#!/bin/sh
+# tests/suites/server.sh — `fluebox serve` through the wire protocol
+# (tests/server/test_server.py): every method and its error paths, 50
+# sessions x 20 execs, vanishing and slow clients, another uid, symlinks to
+# host files, malformed input, SIGTERM/SIGKILL, memory after 10,000 requests
+# and the ASan/LSan build under a workload. Prints ok/not ok lines.
+# Environment: FB (the fluebox binary), FB_ASAN (the sanitizer build; by
+# default fluebox-asan next to FB, or build/fluebox-asan).
+cd "$(dirname "$0")/../.." || exit 1
+FB=${FB:-$(pwd)/fluebox}
+if [ -z "${FB_ASAN:-}" ]; then
+  if [ -x "$(dirname "$FB")/fluebox-asan" ]; then FB_ASAN=$(dirname "$FB")/fluebox-asan
+  elif [ -x build/fluebox-asan ]; then FB_ASAN=$(pwd)/build/fluebox-asan
+  else FB_ASAN=""; fi
+fi
+PY=/usr/bin/python3; [ -x "$PY" ] || PY=$(command -v python3)
+if [ -z "$PY" ]; then echo "ok - server tests # SKIP no python3"; exit 0; fi
+FB=$FB FB_ASAN=$FB_ASAN timeout 900 "$PY" tests/server/test_server.py </dev/null
