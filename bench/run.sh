@@ -281,6 +281,7 @@ group_egress() {
 }
 
 # ---- run ------------------------------------------------------------------
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 mem=$(awk '/MemTotal/ {printf "%.1f GB", $2 / 1048576}' /proc/meminfo)
 # shellcheck disable=SC1091
@@ -299,6 +300,8 @@ cmdline="make bench"
     echo
     echo "Machine: $cpu, $(nproc) CPUs, $mem RAM, $os, Linux $(uname -r)."
     echo "Versions: $fbver; $bwver; $unver."
+    echo "Load average when it started: $LOAD_START (interleaving spreads"
+    echo "other work on the machine over every variant alike; absolute times still move with it)."
 } >"$MD"
 cat "$MD"
 
@@ -309,6 +312,8 @@ for g in $BENCH_GROUPS; do
         echo "bench: no group $g" >&2
     fi
 done
+
+printf '\nLoad average when it ended: %s.\n' "$(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$MD"
 
 # Targets from issue 6, reported (never asserted).
 if [ -n "$PYTHON" ] && [ -s "$JSONL" ]; then
@@ -366,8 +371,8 @@ fi
 
 {
     printf '{"generated":"%s","command":"%s","commit":"%s","user":"%s",' "$when" "$cmdline" "$rev" "$(id -un)"
-    printf '"machine":{"cpu":"%s","cpus":%s,"memory":"%s","os":"%s","kernel":"%s"},' \
-        "$cpu" "$(nproc)" "$mem" "$os" "$(uname -r)"
+    printf '"machine":{"cpu":"%s","cpus":%s,"memory":"%s","os":"%s","kernel":"%s","loadavg_start":"%s","loadavg_end":"%s"},' \
+        "$cpu" "$(nproc)" "$mem" "$os" "$(uname -r)" "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)"
     printf '"versions":{"fluebox":"%s","bwrap":"%s","unshare":"%s"},' "$fbver" "$bwver" "$unver"
     printf '"groups":['
     sep=""
