@@ -69,6 +69,8 @@ static void record(struct fb_scn *n, const struct seccomp_notif *req, int errno_
 {
     struct fb_sc_report *r = &n->rep;
     r->total++;
+    if (errno_val)
+        r->denied++;
     int nr = req->data.nr;
     char name[32];
     if (!seccomp_syscall_name(nr, name, sizeof name))

@@ -100,6 +100,7 @@ struct fb_sc_seen {
 struct fb_sc_report {
     bool active;          /* notifications were handled: the counts are exact */
     int64_t total;        /* every notified call */
+    int64_t denied;       /* of which answered with an errno */
     size_t n;
     bool truncated;       /* more distinct entries than FB_SC_SEEN_MAX */
     struct fb_sc_seen seen[FB_SC_SEEN_MAX];

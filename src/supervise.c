@@ -181,7 +181,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     scnotify_finish(scn, &res->seccomp);
     scn = NULL;
     if (res->seccomp.active && !p->seccomp.learn)
-        res->seccomp_denials = res->seccomp.total;
+        res->seccomp_denials = res->seccomp.denied;
     report_take_cgroup(res, sb.cg);
     res->oom_killed = res->cg.oom_killed;
     if (sb.egress) {
