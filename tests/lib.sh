@@ -75,9 +75,16 @@ no_leftovers() {
   local name=$1 bad=""
   sleep 0.05
   if pgrep -f "^$FB run" >/dev/null 2>&1; then bad="process left: $(pgrep -af "^$FB run" | head -3)"; fi
-  local cg
-  cg=$(find /sys/fs/cgroup -maxdepth 6 -type d -name 'fluebox-*' 2>/dev/null | head -3)
-  [ -n "$cg" ] && bad="$bad cgroup left: $cg"
+  # A cgroup is named fluebox-<creator pid>-<n>: it is left behind when its
+  # creator is gone (others may be running fluebox on this machine).
+  local cg d pid
+  cg=""
+  for d in $(find /sys/fs/cgroup -maxdepth 7 -type d -name 'fluebox-*' 2>/dev/null); do
+    pid=${d##*/fluebox-}; pid=${pid%%-*}
+    case "$pid" in ''|*[!0-9]*) cg="$cg $d"; continue ;; esac
+    kill -0 "$pid" 2>/dev/null || cg="$cg $d"
+  done
+  [ -n "$cg" ] && bad="$bad cgroup left:$cg"
   if [ "$(wc -l < /proc/self/mountinfo)" != "${FB_MOUNTS0:-$(wc -l < /proc/self/mountinfo)}" ]; then bad="$bad mount count changed"; fi
   if [ -z "$bad" ]; then ok "$name"; else fail "$name" "$bad"; fi
 }
