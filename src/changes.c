@@ -520,41 +520,151 @@ static int cmp_change(const void *a, const void *b)
 }
 
 /* A deleted file and an added one with the same kind and content are a
- * rename. Candidates are compared by size first, so the cost stays small
- * even when many files are deleted. */
+ * rename. Only entries whose (kind, size) occurs on both sides are read;
+ * they are grouped by a content hash and each pair is confirmed byte for
+ * byte. Among equal candidates the one with the same base name wins, so
+ * moving a directory pairs each file with its own copy. */
+struct rcand {
+    size_t idx;
+    char kind;
+    int64_t size;
+    uint64_t hash;
+    bool used;
+};
+
+static int cmp_rcand(const void *a, const void *b)
+{
+    const struct rcand *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    if (x->size != y->size)
+        return x->size < y->size ? -1 : 1;
+    if (x->hash != y->hash)
+        return x->hash < y->hash ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_ridx(const void *a, const void *b)
+{
+    const struct rcand *x = a, *y = b;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static uint64_t fnv(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    return h;
+}
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+#define RENAME_MAX_FILE (64ll << 20)   /* larger files are never paired */
+#define RENAME_MAX_BYTES (1ll << 30)   /* total bytes read to find renames */
+
 static void find_renames(struct fb_cow *c, struct fb_changes *ch)
 {
-    size_t budget = 2000; /* content comparisons */
-    for (size_t i = 0; i < ch->n && budget; i++) {
-        struct fb_change *a = &ch->v[i];
-        if (a->status != FB_CHG_ADDED || a->kind == FB_K_DIR || a->size <= 0)
+    size_t nd = 0, na = 0;
+    struct rcand *del = fb_xcalloc(ch->n + 1, sizeof *del);
+    struct rcand *add = fb_xcalloc(ch->n + 1, sizeof *add);
+    for (size_t i = 0; i < ch->n; i++) {
+        struct fb_change *x = &ch->v[i];
+        if (x->kind != FB_K_FILE && x->kind != FB_K_LINK)
             continue;
-        struct fb_text ab = {0};
-        bool loaded = false;
-        for (size_t j = 0; j < ch->n && budget; j++) {
-            struct fb_change *d = &ch->v[j];
-            if (d->status != FB_CHG_DELETED || d->kind != a->kind || d->old_size != a->size)
-                continue;
-            budget--;
-            if (!loaded) {
-                if (changes_read_upper(c, a->path, a->kind, &ab) < 0)
-                    break;
-                loaded = true;
+        if (x->status == FB_CHG_DELETED && x->old_size > 0 && x->old_size <= RENAME_MAX_FILE)
+            del[nd++] = (struct rcand){.idx = i, .kind = x->kind, .size = x->old_size};
+        else if (x->status == FB_CHG_ADDED && x->size > 0 && x->size <= RENAME_MAX_FILE)
+            add[na++] = (struct rcand){.idx = i, .kind = x->kind, .size = x->size};
+    }
+    if (!nd || !na)
+        goto out;
+    /* Keep the candidates whose (kind, size) the other side has too. */
+    qsort(del, nd, sizeof *del, cmp_rcand);
+    qsort(add, na, sizeof *add, cmp_rcand);
+    int64_t budget = RENAME_MAX_BYTES;
+    for (size_t i = 0, j = 0; i < nd || j < na;) {
+        int k = i < nd && j < na ? (del[i].kind != add[j].kind ? (del[i].kind < add[j].kind ? -1 : 1)
+                                    : del[i].size < add[j].size ? -1 : del[i].size > add[j].size)
+                : i < nd ? -1 : 1;
+        if (k < 0) {
+            del[i++].used = true; /* no partner: out */
+        } else if (k > 0) {
+            add[j++].used = true;
+        } else {
+            char kd = del[i].kind;
+            int64_t sz = del[i].size;
+            for (; i < nd && del[i].kind == kd && del[i].size == sz; i++) {
+                struct fb_text t = {0};
+                if (budget <= 0 || changes_read_host(c, ch->v[del[i].idx].path, kd, &t) < 0)
+                    del[i].used = true;
+                else
+                    del[i].hash = fnv(t.p, t.len);
+                budget -= sz;
+                text_free(&t);
             }
-            struct fb_text db = {0};
-            bool same = changes_read_host(c, d->path, d->kind, &db) == 0 && db.len == ab.len &&
-                        (ab.len == 0 || memcmp(ab.p, db.p, ab.len) == 0);
-            text_free(&db);
-            if (!same)
-                continue;
-            a->status = FB_CHG_RENAMED;
-            a->from = fb_xstrdup(d->path);
-            a->old_mode = d->old_mode;
-            a->old_size = d->old_size;
-            d->status = (enum fb_chg_status)-1; /* removed below */
-            break;
+            for (; j < na && add[j].kind == kd && add[j].size == sz; j++) {
+                struct fb_text t = {0};
+                if (budget <= 0 || changes_read_upper(c, ch->v[add[j].idx].path, kd, &t) < 0)
+                    add[j].used = true;
+                else
+                    add[j].hash = fnv(t.p, t.len);
+                budget -= sz;
+                text_free(&t);
+            }
         }
-        text_free(&ab);
+    }
+    qsort(del, nd, sizeof *del, cmp_rcand);
+    /* Added entries in path order (their index order). */
+    qsort(add, na, sizeof *add, cmp_ridx);
+    for (size_t a = 0; a < na; a++) {
+        if (add[a].used)
+            continue;
+        /* The range of deleted entries with the same kind, size and hash. */
+        struct rcand key = {.idx = 0, .kind = add[a].kind, .size = add[a].size, .hash = add[a].hash};
+        size_t lo = 0, hi = nd;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cmp_rcand(&del[mid], &key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        struct fb_change *x = &ch->v[add[a].idx];
+        size_t pick = nd;
+        for (size_t d = lo; d < nd && del[d].kind == key.kind && del[d].size == key.size &&
+                            del[d].hash == key.hash;
+             d++) {
+            if (del[d].used)
+                continue;
+            if (pick == nd)
+                pick = d;
+            if (!strcmp(base_name(ch->v[del[d].idx].path), base_name(x->path))) {
+                pick = d;
+                break;
+            }
+        }
+        if (pick == nd)
+            continue;
+        struct fb_change *d = &ch->v[del[pick].idx];
+        struct fb_text at = {0}, dt = {0};
+        bool same = changes_read_upper(c, x->path, x->kind, &at) == 0 &&
+                    changes_read_host(c, d->path, d->kind, &dt) == 0 && at.len == dt.len &&
+                    (at.len == 0 || memcmp(at.p, dt.p, at.len) == 0);
+        text_free(&at);
+        text_free(&dt);
+        if (!same)
+            continue;
+        del[pick].used = true;
+        x->status = FB_CHG_RENAMED;
+        x->from = fb_xstrdup(d->path);
+        x->old_mode = d->old_mode;
+        x->old_size = d->old_size;
+        d->status = (enum fb_chg_status)-1; /* removed below */
     }
     size_t k = 0;
     for (size_t i = 0; i < ch->n; i++) {
@@ -566,6 +676,9 @@ static void find_renames(struct fb_cow *c, struct fb_changes *ch)
         ch->v[k++] = ch->v[i];
     }
     ch->n = k;
+out:
+    free(del);
+    free(add);
 }
 
 int changes_scan(struct fb_cow *c, struct fb_changes *out, struct fb_err *err)

@@ -126,41 +126,88 @@ static const char *unreachable(void)
     return strerror(errno);
 }
 
-/* Is path, or (with parents) one of its parents, going away in this
- * commit: deleted, or the source of a rename? Then whatever the host has
- * there is checked by that deletion, not by the addition that replaces it. */
-static bool going(const struct fb_change *const *v, size_t n, const char *path, bool parents)
+/* A sorted array of paths. */
+struct pathlist {
+    const char **v;
+    size_t n;
+};
+
+static int cmp_cstr(const void *a, const void *b)
 {
-    size_t len = strlen(path);
-    for (size_t i = 0; i < n; i++) {
-        const char *g = v[i]->status == FB_CHG_DELETED   ? v[i]->path
-                        : v[i]->status == FB_CHG_RENAMED ? v[i]->from
-                                                         : NULL;
-        if (!g)
-            continue;
-        size_t gl = strlen(g);
-        if (!parents && !strcmp(g, path))
-            return true;
-        if (parents && gl < len && !strncmp(g, path, gl) && path[gl] == '/')
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static bool pl_has(const struct pathlist *l, const char *path)
+{
+    return l->n && bsearch(&path, l->v, l->n, sizeof *l->v, cmp_cstr) != NULL;
+}
+
+/* Index of the first entry >= key. */
+static size_t pl_lower(const struct pathlist *l, const char *key)
+{
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(l->v[mid], key) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Does the list hold path or something below it? */
+static bool pl_has_at_or_below(const struct pathlist *l, const char *path)
+{
+    if (pl_has(l, path))
+        return true;
+    char *key = fb_xasprintf("%s/", path);
+    size_t i = pl_lower(l, key);
+    bool below = i < l->n && !strncmp(l->v[i], key, strlen(key));
+    free(key);
+    return below;
+}
+
+/* Does the list hold one of path's parents? */
+static bool pl_has_parent(const struct pathlist *l, const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *s = strrchr(buf, '/'); s; s = strrchr(buf, '/')) {
+        *s = 0;
+        if (pl_has(l, buf))
             return true;
     }
     return false;
 }
 
+static const char *gone_path(const struct fb_change *x)
+{
+    return x->status == FB_CHG_DELETED ? x->path : x->status == FB_CHG_RENAMED ? x->from : NULL;
+}
+
+/* Is path, or (with parents) one of its parents, going away in this
+ * commit: deleted, or the source of a rename? Then whatever the host has
+ * there is checked by that deletion, not by the addition that replaces it. */
+static bool going(const struct pathlist *gone, const char *path, bool parents)
+{
+    return parents ? pl_has_parent(gone, path) : pl_has(gone, path);
+}
+
 /* Check one change; adds conflicts to r. */
-static void check(struct fb_cow *c, const struct fb_change *const *v, size_t nv,
-                  const struct fb_change *x, struct fb_commit *r)
+static void check(struct fb_cow *c, const struct pathlist *gone, const struct fb_change *x,
+                  struct fb_commit *r)
 {
     struct stat st;
     int h = host_lstat(c, x->path, &st);
     bool adding = x->status == FB_CHG_ADDED || x->status == FB_CHG_RENAMED;
-    if (h < 0 && adding && (errno == ENOTDIR || errno == ELOOP) && going(v, nv, x->path, true))
+    if (h < 0 && adding && (errno == ENOTDIR || errno == ELOOP) && going(gone, x->path, true))
         h = 0; /* a parent that is a file or symlink now is replaced by a directory */
     if (h < 0) {
         conflict(r, x->path, unreachable());
         return;
     }
-    if (h == 1 && adding && going(v, nv, x->path, false))
+    if (h == 1 && adding && going(gone, x->path, false))
         h = 0;
     switch (x->status) {
     case FB_CHG_DELETED:
@@ -218,6 +265,8 @@ struct apply {
     unsigned tmpseq;
     char **dirs; /* parent directories touched: fsync'ed and re-based at the end */
     size_t ndirs;
+    char **set;  /* the same, as an open-addressing hash set (cap a power of 2) */
+    size_t setcap;
 };
 
 /* As root, create and modify host files as the workspace's owner. */
@@ -234,13 +283,36 @@ static void as_owner(const struct fb_cow *c, bool on)
     }
 }
 
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
 static void touched(struct apply *a, const char *dir)
 {
-    for (size_t i = 0; i < a->ndirs; i++)
-        if (!strcmp(a->dirs[i], dir))
+    if (2 * (a->ndirs + 1) > a->setcap) {
+        size_t cap = a->setcap ? 2 * a->setcap : 64;
+        char **set = fb_xcalloc(cap, sizeof *set);
+        for (size_t i = 0; i < a->ndirs; i++) {
+            size_t k = hash_str(a->dirs[i]) & (cap - 1);
+            while (set[k])
+                k = (k + 1) & (cap - 1);
+            set[k] = a->dirs[i];
+        }
+        free(a->set);
+        a->set = set;
+        a->setcap = cap;
+    }
+    size_t k = hash_str(dir) & (a->setcap - 1);
+    for (; a->set[k]; k = (k + 1) & (a->setcap - 1))
+        if (!strcmp(a->set[k], dir))
             return;
     a->dirs = fb_xrealloc(a->dirs, (a->ndirs + 1) * sizeof *a->dirs);
-    a->dirs[a->ndirs++] = fb_xstrdup(dir);
+    a->dirs[a->ndirs] = fb_xstrdup(dir);
+    a->set[k] = a->dirs[a->ndirs++];
 }
 
 static int fail(struct apply *a, const char *path, const char *what)
@@ -447,121 +519,107 @@ static int chmod_entry(struct apply *a, const char *path, mode_t mode)
     return rc < 0 ? fail(a, path, "changing the mode") : 0;
 }
 
-/* Is p equal to q or an ancestor of it? */
-static bool is_prefix(const char *p, const char *q)
-{
-    size_t n = strlen(p);
-    return !strncmp(p, q, n) && (q[n] == 0 || q[n] == '/');
-}
 
 int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel, size_t nsel,
                  bool force, struct fb_commit *res, struct fb_err *err)
 {
     memset(res, 0, sizeof *res);
+    /* The selected changes, in path order (ch is sorted). */
     const struct fb_change **v = fb_xcalloc(ch->n + 1, sizeof *v);
     size_t n = 0;
     for (size_t i = 0; i < ch->n; i++)
         if (ch->v[i].kind != FB_K_OTHER && changes_selected(&ch->v[i], sel, nsel))
             v[n++] = &ch->v[i];
+    /* What goes away (deletions, rename sources) and what comes (additions,
+     * rename targets), sorted for lookups. */
+    struct pathlist gone = {fb_xcalloc(n + 1, sizeof(char *)), 0};
+    struct pathlist come = {fb_xcalloc(n + 1, sizeof(char *)), 0};
+    struct pathlist all = {fb_xcalloc(n + 1, sizeof(char *)), 0};
+    for (size_t i = 0; i < n; i++) {
+        if (gone_path(v[i]))
+            gone.v[gone.n++] = gone_path(v[i]);
+        if (v[i]->status == FB_CHG_ADDED || v[i]->status == FB_CHG_RENAMED)
+            come.v[come.n++] = v[i]->path;
+        all.v[all.n++] = v[i]->path;
+    }
+    qsort(gone.v, gone.n, sizeof(char *), cmp_cstr);
+    qsort(come.v, come.n, sizeof(char *), cmp_cstr);
+
     for (size_t i = 0; i < n; i++)
-        check(c, v, n, v[i], res);
+        check(c, &gone, v[i], res);
+    struct apply a = {.c = c, .r = res};
+    char *in_way = fb_xcalloc(n + 1, 1);
+    int rc = 0;
     if (res->nconflicts && !force) {
-        free(v);
-        return fb_errf(err, FB_EXIT_SETUP, "%zu conflict%s: nothing was committed",
-                       res->nconflicts, res->nconflicts == 1 ? "" : "s");
+        fb_errf(err, FB_EXIT_SETUP, "%zu conflict%s: nothing was committed", res->nconflicts,
+                res->nconflicts == 1 ? "" : "s");
+        rc = -2;
+        goto out;
     }
 
-    struct apply a = {.c = c, .r = res};
-    int rc = 0;
-    /* What goes away: deleted entries and rename sources. Those in the way
-     * of a new entry (the same path or one of its parents: a file that
-     * becomes a directory, a directory that becomes a file) go first, the
-     * rest only after every new file is in place, so a commit interrupted
-     * half way has lost nothing. */
-    char *in_way = fb_xcalloc(n + 1, 1);
+    /* What goes away in the way of something new (the same path or one of
+     * its parents: a file that becomes a directory, a directory that
+     * becomes a file) goes first, with everything below it; the rest only
+     * after every new file is in place, so a commit interrupted half way
+     * has lost nothing. */
     for (size_t i = 0; i < n; i++) {
-        const char *gone = v[i]->status == FB_CHG_DELETED   ? v[i]->path
-                           : v[i]->status == FB_CHG_RENAMED ? v[i]->from
-                                                            : NULL;
-        if (!gone)
+        const char *g = gone_path(v[i]);
+        if (!g || !pl_has_at_or_below(&come, g))
             continue;
-        for (size_t j = 0; j < n && !in_way[i]; j++)
-            if ((v[j]->status == FB_CHG_ADDED || v[j]->status == FB_CHG_RENAMED) &&
-                is_prefix(gone, v[j]->path) && !(v[i]->kind == FB_K_DIR && v[j]->kind == FB_K_DIR &&
-                                                  !strcmp(gone, v[j]->path)))
-                in_way[i] = 1;
-    }
-    /* ... including everything below a directory in the way. */
-    for (size_t i = 0; i < n; i++) {
-        if (!in_way[i] || v[i]->kind != FB_K_DIR)
-            continue;
-        for (size_t j = 0; j < n; j++)
-            if (v[j]->status == FB_CHG_DELETED && is_prefix(v[i]->path, v[j]->path))
-                in_way[j] = 1;
-    }
-    for (int pass = 0; pass < 2 && rc == 0; pass++) {
-        /* Files first, then directories deepest first. */
-        for (size_t i = 0; i < n && rc == 0; i++) {
-            if (!in_way[i] || v[i]->kind == FB_K_DIR)
-                continue;
-            const char *gone = v[i]->status == FB_CHG_RENAMED ? v[i]->from : v[i]->path;
-            if (pass == 0)
-                rc = delete_entry(&a, gone, v[i]->kind);
+        in_way[i] = 1;
+        if (v[i]->kind == FB_K_DIR) {
+            char *key = fb_xasprintf("%s/", v[i]->path);
+            for (size_t j = pl_lower(&all, key); j < n && !strncmp(v[j]->path, key, strlen(key)); j++)
+                if (v[j]->status == FB_CHG_DELETED)
+                    in_way[j] = 1;
+            free(key);
         }
-        for (size_t i = n; i-- > 0 && rc == 0 && pass == 1;)
-            if (in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED)
-                rc = delete_entry(&a, v[i]->path, FB_K_DIR);
     }
-    /* New and changed entries, parents first (sorted order). */
+    /* 1. In the way: files, then directories deepest first. */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (in_way[i] && v[i]->kind != FB_K_DIR && (rc = delete_entry(&a, gone_path(v[i]), v[i]->kind)) == 0 &&
+            v[i]->status == FB_CHG_DELETED)
+            res->applied++;
+    for (size_t i = n; i-- > 0 && rc == 0;)
+        if (in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED &&
+            (rc = delete_entry(&a, v[i]->path, FB_K_DIR)) == 0)
+            res->applied++;
+    /* 2. New and changed entries, parents first (path order). */
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct fb_change *x = v[i];
-        if (x->status == FB_CHG_DELETED)
-            continue;
+        if (x->status == FB_CHG_DELETED || (x->kind == FB_K_DIR && x->status == FB_CHG_MODIFIED))
+            continue; /* directory modes: step 4 */
         if (x->kind == FB_K_DIR) {
-            if (x->status == FB_CHG_ADDED) {
-                int d = host_dir(&a, x->path);
-                if (d < 0)
-                    rc = fail(&a, x->path, "creating the directory");
-                else
-                    close(d);
-            }
+            int d = host_dir(&a, x->path);
+            rc = d < 0 ? fail(&a, x->path, "creating the directory") : 0;
+            if (d >= 0)
+                close(d);
         } else if (x->status == FB_CHG_MODIFIED && !x->content) {
             rc = chmod_entry(&a, x->path, x->mode);
         } else {
             rc = write_entry(&a, x);
         }
-        if (rc == 0)
+        if (rc == 0 && !(x->kind == FB_K_DIR))
             res->applied++;
     }
-    /* The rest of what goes away. */
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (in_way[i] || v[i]->kind == FB_K_DIR)
-            continue;
-        if (v[i]->status == FB_CHG_DELETED || v[i]->status == FB_CHG_RENAMED)
-            rc = delete_entry(&a, v[i]->status == FB_CHG_RENAMED ? v[i]->from : v[i]->path,
-                              v[i]->kind);
-        if (rc == 0 && v[i]->status == FB_CHG_DELETED)
+    /* 3. The rest of what goes away: files (and rename sources), then
+     * directories deepest first. */
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (!in_way[i] && gone_path(v[i]) && v[i]->kind != FB_K_DIR &&
+            (rc = delete_entry(&a, gone_path(v[i]), v[i]->kind)) == 0 &&
+            v[i]->status == FB_CHG_DELETED)
             res->applied++;
-    }
-    for (size_t i = n; i-- > 0 && rc == 0;) {
-        if (v[i]->kind != FB_K_DIR || v[i]->status != FB_CHG_DELETED)
-            continue;
-        if (!in_way[i])
-            rc = delete_entry(&a, v[i]->path, FB_K_DIR);
-        if (rc == 0)
+    for (size_t i = n; i-- > 0 && rc == 0;)
+        if (!in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED &&
+            (rc = delete_entry(&a, v[i]->path, FB_K_DIR)) == 0)
             res->applied++;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (in_way[i] && v[i]->status == FB_CHG_DELETED && v[i]->kind != FB_K_DIR)
-            res->applied++;
-    /* Directory modes last (deepest first), so a directory the sandbox made
-     * read-only could still be written into above. */
+    /* 4. Directory modes last (deepest first), so a directory the sandbox
+     * made read-only could still be written into above. */
     for (size_t i = n; i-- > 0 && rc == 0;) {
         const struct fb_change *x = v[i];
         if (x->kind != FB_K_DIR || x->status == FB_CHG_DELETED)
             continue;
-        rc = chmod_entry(&a, x->path, x->mode);
-        if (rc == 0 && x->status == FB_CHG_MODIFIED)
+        if ((rc = chmod_entry(&a, x->path, x->mode)) == 0)
             res->applied++;
     }
     /* Make the renames durable, and remember the directories as fluebox left
@@ -575,13 +633,19 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
                 cow_base_set(c, a.dirs[i], &st);
             close(d);
         }
-        free(a.dirs[i]);
     }
+    if (rc < 0)
+        fb_errf(err, FB_EXIT_SETUP, "commit: %s", res->error);
+out:
+    for (size_t i = 0; i < a.ndirs; i++)
+        free(a.dirs[i]);
     free(a.dirs);
+    free(a.set);
     free(in_way);
+    free(gone.v);
+    free(come.v);
+    free(all.v);
     free(v);
     changes_restore_modes(c);
-    if (rc < 0)
-        return fb_errf(err, FB_EXIT_SETUP, "commit: %s", res->error);
-    return 0;
+    return rc < 0 ? -1 : 0;
 }

@@ -161,6 +161,8 @@ int cow_attach(struct fb_cow *c, int *fds, size_t nfds, struct fb_err *err)
     return 0;
 }
 
+static void base_clear(struct fb_cow *c);
+
 void cow_free(struct fb_cow *c)
 {
     if (!c)
@@ -170,24 +172,61 @@ void cow_free(struct fb_cow *c)
         if (fds[i] >= 0)
             close(fds[i]);
     changes_restore_modes(c);
-    for (size_t i = 0; i < c->nbase; i++)
-        free(c->base[i].path);
-    free(c->base);
+    base_clear(c);
     free(c->workspace);
     free(c->upper_dir);
     free(c);
 }
 
+/* The baseline is an array with an open-addressing index (slots hold
+ * array index + 1; capacity a power of two, at most half full). */
+static uint64_t path_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static size_t *base_slot(const struct fb_cow *c, const char *path)
+{
+    if (!c->bcap)
+        return NULL;
+    size_t k = path_hash(path) & (c->bcap - 1);
+    while (c->bidx[k] && strcmp(c->base[c->bidx[k] - 1].path, path))
+        k = (k + 1) & (c->bcap - 1);
+    return &c->bidx[k];
+}
+
+static void base_clear(struct fb_cow *c)
+{
+    for (size_t i = 0; i < c->nbase; i++)
+        free(c->base[i].path);
+    free(c->base);
+    free(c->bidx);
+    c->base = NULL;
+    c->bidx = NULL;
+    c->nbase = c->bcap = 0;
+}
+
 void cow_base_set(struct fb_cow *c, const char *path, const struct stat *st)
 {
-    struct fb_cow_base *b = NULL;
-    for (size_t i = 0; i < c->nbase; i++)
-        if (!strcmp(c->base[i].path, path))
-            b = &c->base[i];
-    if (!b) {
+    size_t *slot = base_slot(c, path);
+    struct fb_cow_base *b;
+    if (slot && *slot) {
+        b = &c->base[*slot - 1];
+    } else {
+        if (2 * (c->nbase + 1) > c->bcap) {
+            free(c->bidx);
+            c->bcap = c->bcap ? 2 * c->bcap : 64;
+            c->bidx = fb_xcalloc(c->bcap, sizeof *c->bidx);
+            for (size_t i = 0; i < c->nbase; i++)
+                *base_slot(c, c->base[i].path) = i + 1;
+        }
         c->base = fb_xrealloc(c->base, (c->nbase + 1) * sizeof *c->base);
         b = &c->base[c->nbase++];
         b->path = fb_xstrdup(path);
+        *base_slot(c, path) = c->nbase;
     }
     b->dev = st->st_dev;
     b->ino = st->st_ino;
@@ -196,10 +235,8 @@ void cow_base_set(struct fb_cow *c, const char *path, const struct stat *st)
 
 const struct fb_cow_base *cow_base_get(const struct fb_cow *c, const char *path)
 {
-    for (size_t i = 0; i < c->nbase; i++)
-        if (!strcmp(c->base[i].path, path))
-            return &c->base[i];
-    return NULL;
+    size_t *slot = base_slot(c, path);
+    return slot && *slot ? &c->base[*slot - 1] : NULL;
 }
 
 bool cow_upper_full(const struct fb_cow *c)
@@ -603,11 +640,7 @@ static int reset_live(struct fb_cow *c, struct fb_err *err)
     c->store = newfd;
     c->upper = up;
     /* A fresh layer: nothing committed from it yet. */
-    for (size_t i = 0; i < c->nbase; i++)
-        free(c->base[i].path);
-    free(c->base);
-    c->base = NULL;
-    c->nbase = 0;
+    base_clear(c);
     clock_gettime(CLOCK_REALTIME, &c->start);
     wait_coarse_past_start(c);
     return 0;
@@ -623,11 +656,7 @@ int cow_reset(struct fb_cow *c, struct fb_err *err)
      * it in place. */
     if (empty_dir(c->upper, 0) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: emptying the upper layer");
-    for (size_t i = 0; i < c->nbase; i++)
-        free(c->base[i].path);
-    free(c->base);
-    c->base = NULL;
-    c->nbase = 0;
+    base_clear(c);
     /* An empty layer starts its history now. */
     clock_gettime(CLOCK_REALTIME, &c->start);
     wait_coarse_past_start(c);

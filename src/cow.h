@@ -59,8 +59,9 @@ struct fb_cow {
     gid_t inside_gid;
     int64_t disk;            /* upper tmpfs size, bytes; <= 0 unlimited */
     struct timespec start;   /* host files changed at or after this conflict */
-    struct fb_cow_base *base;
+    struct fb_cow_base *base; /* paths committed by this session (commit.c) */
     size_t nbase;
+    size_t *bidx, bcap;       /* their hash index (cow.c) */
     struct fb_cow_fix *fix;
     size_t nfix;
 };

@@ -30,13 +30,13 @@ mkrepo() {
 # Every kind of change: text edit, add, delete, binary edit, rename, mode,
 # symlink retarget and removal, new and deleted directories, file <->
 # directory, an opaque directory (rm -r then mkdir), a touch that changes
-# nothing, names with a space and non-ASCII bytes, setuid (dropped).
+# nothing, names with a space and non-ASCII bytes.
 S='set -e
 sed -i s/foo/bar/ main.c; rm old.txt; echo new > n.txt; chmod -x d/k; mkdir -p e/f; echo z > e/f/z
 mkdir emptydir; printf "x\0y\0z" > bin; mv mvme.txt moved.txt; rm -rf gone; rm -rf tf; echo nowfile > tf
 rm -rf opq; mkdir opq; echo o3 > opq/o3; rm sl; ln -s n.txt sl; rm sl2; printf "no newline2" > nonl
 rm tcfile; mkdir tcfile; echo in > tcfile/in; touch same; chmod 600 modeonly
-echo "sp ace" > "a b.txt"; echo uni > "$(printf "\303\251").txt"; chmod 4755 n.txt
+echo "sp ace" > "a b.txt"; echo uni > "$(printf "\303\251").txt"; chmod 755 n.txt
 sed -i "s/^100$/hundred/; s/^7$/seven/" long.txt'
 
 listing() { (cd "$1" && find . -printf '%p %y %m %l %s\n' | LC_ALL=C sort); }
@@ -45,7 +45,6 @@ W=$T/w; mkdir -p $W
 mkrepo $W/direct; mkrepo $W/commit; mkrepo $W/plain; mkrepo $W/patched; mkrepo $W/pfresh
 before=$(listing $W/plain; cat $W/plain/main.c)
 (cd $W/direct && as_user bash -c "$S") || fail "setup: the script fails when run directly"
-chmod 755 $W/direct/n.txt  # commit drops the setuid bit by design
 
 # 1. Without --commit the host directory does not change at all.
 run_fb run --workspace $W/plain --cow --changes $T/plain.json -- bash -c "$S"
