@@ -926,7 +926,7 @@ static bool check_first_bytes(struct fb_egress *e, struct conn *c)
         buf_compact(&c->up);
         return true;
     case SNIFF_TLS:
-        c->proto = "tls";
+        c->proto = s.ech ? "tls+ech" : "tls";
         if (!s.name[0]) {
             conn_end(e, c, "deny", true, "TLS ClientHello without a server name (SNI)");
             return false;

@@ -76,8 +76,10 @@ static void parse_client_hello(const uint8_t *p, size_t n, struct sniff *o)
                 return bad(o, "ClientHello repeats an extension");
         if (nseen < FB_ARRAY_LEN(seen))
             seen[nseen++] = type;
-        if (type == 0xfe0d || type == 0xffce)
-            return bad(o, "encrypted ClientHello (ECH/ESNI) hides the server name");
+        if (type == 0xffce)
+            return bad(o, "encrypted server name (ESNI draft) hides the server name");
+        if (type == 0xfe0d)
+            o->ech = true; /* browsers send a placeholder on every connection */
         if (type == 0) {
             const uint8_t *e = p + off;
             if (len < 2 || get16(e) != len - 2)

@@ -4,9 +4,11 @@
  * egress.c compares the result with the name the connection was made for.
  *
  * The parsers are strict on purpose: anything ambiguous (two Host headers,
- * header folding, bare CR, a ClientHello with two names or an encrypted
- * ClientHello) is reported as SNIFF_BAD rather than guessed at, because a
- * server that reads it differently would be a way around the check. */
+ * header folding, bare CR, a ClientHello with two names, the ESNI draft) is
+ * reported as SNIFF_BAD rather than guessed at, because a server that reads
+ * it differently would be a way around the check. An ECH extension is
+ * reported (ech) but not refused: browsers send a placeholder one on every
+ * connection, and its outer name is still the one checked. */
 #ifndef FB_SNIFF_H
 #define FB_SNIFF_H
 
@@ -27,6 +29,7 @@ struct sniff {
     char name[SNIFF_NAME_MAX]; /* lower-case, no trailing dot */
     char method[24];           /* HTTP: the request method */
     const char *why;           /* SNIFF_BAD: what is wrong */
+    bool ech;                  /* TLS: has an encrypted_client_hello extension */
     size_t head_len;           /* HTTP: bytes up to and including the blank line */
 };
 
