@@ -5,5 +5,6 @@ int main(void)
 {
     unit_core();
     unit_net();
+    unit_udiff();
     return 0;
 }

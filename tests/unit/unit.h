@@ -15,4 +15,5 @@
     } while (0)
 void unit_core(void);
 void unit_net(void);
+void unit_udiff(void);
 #endif
