@@ -694,6 +694,8 @@ int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, b
     struct fb_err err = {0};
     struct fb_changes ch;
     int code = exit_code;
+    if (!p->changes_out && !p->cow_commit)
+        return exit_code; /* nobody asked: the layer just goes away */
     if (changes_scan(c, &ch, &err) < 0) {
         fb_warn("%s", err.msg);
         return p->cow_commit || p->changes_out ? FB_EXIT_SETUP : exit_code;
