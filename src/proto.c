@@ -112,7 +112,9 @@ int proto_parse_request(const char *line, size_t len, struct proto_req *req, str
     memset(req, 0, sizeof *req);
     json_error_t jerr;
     /* Depth is bounded by jansson itself; NUL in strings is refused. */
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
+    /* NUL inside strings is valid JSON: accepted here, refused per
+     * parameter (pget_str) where a C string is needed. */
+    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
     if (!root)
         return perr_set(e, "parse_error", "invalid JSON at column %d: %s", jerr.column, jerr.text);
     req->root = root;
@@ -135,6 +137,8 @@ int proto_parse_request(const char *line, size_t len, struct proto_req *req, str
     if (!json_is_string(m))
         return perr_set(e, "invalid_request", "\"method\" must be a string");
     req->method = json_string_value(m);
+    if (strlen(req->method) != json_string_length(m))
+        return perr_set(e, "method_not_found", "unknown method (it contains NUL)");
     json_t *params = json_object_get(root, "params");
     if (!params || json_is_null(params)) {
         params = json_object();
@@ -146,6 +150,54 @@ int proto_parse_request(const char *line, size_t len, struct proto_req *req, str
     if (!proto_method_known(req->method))
         return perr_set(e, "method_not_found", "unknown method \"%.64s\"", req->method);
     return 0;
+}
+
+json_t *proto_peek_id(const char *buf, size_t n)
+{
+    /* {  "id"  :  <integer or string without escapes> */
+    size_t i = 0;
+#define SKIPWS()                                                                  \
+    while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r'))          \
+        i++
+    SKIPWS();
+    if (i >= n || buf[i++] != '{')
+        return NULL;
+    SKIPWS();
+    if (n - i < 4 || memcmp(buf + i, "\"id\"", 4))
+        return NULL;
+    i += 4;
+    SKIPWS();
+    if (i >= n || buf[i++] != ':')
+        return NULL;
+    SKIPWS();
+#undef SKIPWS
+    size_t start = i;
+    if (i < n && buf[i] == '"') {
+        i++;
+        while (i < n && i - start <= 130 && buf[i] != '"' && buf[i] != '\\')
+            i++;
+        if (i >= n || buf[i] != '"')
+            return NULL;
+        i++;
+    } else {
+        if (i < n && buf[i] == '-')
+            i++;
+        while (i < n && i - start < 20 && buf[i] >= '0' && buf[i] <= '9')
+            i++;
+    }
+    if (i == start || i >= n || (buf[i] != ',' && buf[i] != '}' && buf[i] != ' '))
+        return NULL;
+    json_t *id = json_loadb(buf + start, i - start, JSON_DECODE_ANY, NULL);
+    bool good = false;
+    if (json_is_string(id))
+        good = json_string_length(id) >= 1 && json_string_length(id) <= 128;
+    else if (json_is_integer(id))
+        good = json_integer_value(id) >= -ID_INT_MAX && json_integer_value(id) <= ID_INT_MAX;
+    if (!good) {
+        json_decref(id);
+        return NULL;
+    }
+    return id;
 }
 
 void proto_req_free(struct proto_req *req)
@@ -209,7 +261,30 @@ int pget_str(json_t *params, const char *key, const char **out, const char *dflt
         return perr_param(e, key, "%s must be a string", key);
     if (maxlen && json_string_length(v) > maxlen)
         return perr_param(e, key, "%s is longer than %zu bytes", key, maxlen);
+    if (strlen(json_string_value(v)) != json_string_length(v))
+        return perr_param(e, key, "%s must not contain NUL characters", key);
     *out = json_string_value(v);
+    return 0;
+}
+
+int pget_bytes(json_t *params, const char *key, const char **out, size_t *len, bool required,
+               struct proto_err *e)
+{
+    bool bad;
+    json_t *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return perr_param(e, key, "%s is required", key);
+        *out = NULL;
+        *len = 0;
+        return 0;
+    }
+    if (!json_is_string(v))
+        return perr_param(e, key, "%s must be a string", key);
+    *out = json_string_value(v);
+    *len = json_string_length(v);
     return 0;
 }
 
@@ -356,6 +431,8 @@ int pget_strarray(json_t *params, const char *key, json_t **out, bool nonempty_i
             return perr_param(e, key, "%s[%zu] must be a string", key, i);
         if (nonempty_items && !json_string_length(it))
             return perr_param(e, key, "%s[%zu] must not be empty", key, i);
+        if (strlen(json_string_value(it)) != json_string_length(it))
+            return perr_param(e, key, "%s[%zu] must not contain NUL characters", key, i);
     }
     *out = v;
     return 0;
@@ -379,6 +456,8 @@ int pget_strmap(json_t *params, const char *key, json_t **out, struct proto_err 
     {
         if (!json_is_string(it))
             return perr_param(e, key, "%s.%.32s must be a string", key, k);
+        if (strlen(json_string_value(it)) != json_string_length(it))
+            return perr_param(e, key, "%s.%.32s must not contain NUL characters", key, k);
     }
     *out = v;
     return 0;

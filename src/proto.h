@@ -53,6 +53,11 @@ struct proto_req {
  * caller echoes it) and req->root must still be freed with proto_req_free. */
 int proto_parse_request(const char *line, size_t len, struct proto_req *req, struct proto_err *e);
 void proto_req_free(struct proto_req *req);
+/* The id of a request from the first bytes of its line, when the line
+ * starts with {"id": and a string without escapes or an integer (how the
+ * clients write them): used to answer a line too long to parse. New
+ * reference or NULL. */
+json_t *proto_peek_id(const char *buf, size_t n);
 /* Is the method one the protocol defines? */
 bool proto_method_known(const char *method);
 extern const char *const proto_methods[];
@@ -60,7 +65,10 @@ extern const char *const proto_methods[];
 /* Typed parameter getters. key may be "a.b" for a nested object (the
  * parent must be an object or absent). A missing key (or null, where noted)
  * yields the default; a wrong type or bad value fills e with invalid_params
- * naming the parameter and returns -1. */
+ * naming the parameter and returns -1. Strings (pget_str, arrays and maps of
+ * strings) must not contain NUL; pget_bytes takes any string with its length. */
+int pget_bytes(json_t *params, const char *key, const char **out, size_t *len, bool required,
+               struct proto_err *e);
 int pget_str(json_t *params, const char *key, const char **out, const char *dflt, bool required,
              size_t maxlen, struct proto_err *e);
 int pget_bool(json_t *params, const char *key, bool *out, bool dflt, struct proto_err *e);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -823,6 +824,7 @@ static void exec_maybe_finish(struct op *o, bool force)
         return;
     /* Drain whatever is already in the pipes (a background process may
      * still hold them open: we stop here, it keeps running). */
+    bool timed = o->timed_out && WIFSIGNALED(o->status);
     for (int i = 0; i < 2; i++) {
         struct xstream *x = &o->xs[i];
         char buf[CHUNK];
@@ -836,6 +838,18 @@ static void exec_maybe_finish(struct op *o, bool force)
             json_t *d = chunk_json(x, NULL, 0, true, o->base64);
             if (d)
                 send_event(o->c, o->id, stream_name[i], json_pack("{s:o}", "data", d));
+        }
+    }
+    if (timed) {
+        /* As `fluebox run` does: say so on stderr. */
+        char note[128];
+        int nl = snprintf(note, sizeof note, "fluebox: the command timed out after %lld ms and was killed\n",
+                          (long long)((o->deadline_ns - o->start_ns) / 1000000ull));
+        if (o->stream && o->c) {
+            json_t *d = chunk_json(&o->xs[1], note, (size_t)nl, true, o->base64);
+            send_event(o->c, o->id, "stderr", json_pack("{s:o}", "data", d));
+        } else if (!o->stream) {
+            buf_append(&o->xs[1].buf, note, (size_t)nl);
         }
     }
     if (o->ss)
@@ -1381,8 +1395,12 @@ static json_t *running_ids(struct sess *ss)
     return a;
 }
 
-static void m_session_list(struct conn *c, json_t *id)
+static void m_session_list(struct conn *c, json_t *id, json_t *params)
 {
+    struct proto_err e = {0};
+    const char *label;
+    if (pget_str(params, "label", &label, NULL, false, 256, &e) < 0)
+        return send_error(c, id, &e);
     /* Oldest first. */
     size_t n = 0;
     for (struct sess *ss = sesss; ss; ss = ss->next)
@@ -1394,8 +1412,11 @@ static void m_session_list(struct conn *c, json_t *id)
         if (!ss->in_pool && !ss->dead && ss->s->uid == c->uid && ss->s->state != SESS_STARTING)
             v[k++] = ss;
     json_t *arr = json_array();
-    for (size_t i = k; i-- > 0;)
+    for (size_t i = k; i-- > 0;) {
+        if (label && (!v[i]->s->label || strcmp(label, v[i]->s->label)))
+            continue;
         json_array_append_new(arr, session_info(v[i]->s, running_ids(v[i]), v[i]->total_execs));
+    }
     free(v);
     send_result(c, id, json_pack("{s:o}", "sessions", arr));
 }
@@ -1436,13 +1457,14 @@ static void m_exec(struct conn *c, json_t *id, json_t *params, struct sess *ss)
     struct proto_err e = {0};
     json_t *argv, *env;
     const char *command, *cwd, *stdin_s, *xid;
+    size_t stdin_len;
     bool stdin_b64;
     int64_t timeout, maxout;
     if (pget_strarray(params, "argv", &argv, false, &e) < 0 ||
         pget_str(params, "command", &command, NULL, false, 0, &e) < 0 ||
         pget_str(params, "cwd", &cwd, NULL, false, 4095, &e) < 0 ||
         pget_strmap(params, "env", &env, &e) < 0 ||
-        pget_str(params, "stdin", &stdin_s, NULL, false, 0, &e) < 0 ||
+        pget_bytes(params, "stdin", &stdin_s, &stdin_len, false, &e) < 0 ||
         pget_encoding(params, "stdinEncoding", &stdin_b64, &e) < 0 ||
         pget_int(params, "timeoutMs", &timeout, ss->s->exec_timeout_ms, 0, INT64_MAX / 2000000,
                  &e) < 0 ||
@@ -1495,7 +1517,7 @@ static void m_exec(struct conn *c, json_t *id, json_t *params, struct sess *ss)
     /* stdin */
     struct fb_buf in = {0};
     if (stdin_s) {
-        size_t l = strlen(stdin_s);
+        size_t l = stdin_len;
         if (stdin_b64) {
             unsigned char *d = fb_xmalloc(b64_decoded_max(l));
             ssize_t dl = b64_decode(stdin_s, l, d);
@@ -1710,14 +1732,14 @@ static void m_file(struct conn *c, json_t *id, const char *method, json_t *param
         const char *data;
         bool append, parents, excl;
         unsigned mode;
-        if (pget_str(params, "data", &data, NULL, true, 0, &e) < 0 ||
+        size_t dl;
+        if (pget_bytes(params, "data", &data, &dl, true, &e) < 0 ||
             pget_encoding(params, "encoding", &b64, &e) < 0 ||
             pget_bool(params, "append", &append, false, &e) < 0 ||
             pget_bool(params, "parents", &parents, false, &e) < 0 ||
             pget_bool(params, "exclusive", &excl, false, &e) < 0 ||
             pget_mode(params, "mode", &mode, 0644, &e) < 0)
             goto bad;
-        size_t dl = json_string_length(json_object_get(params, "data"));
         if (b64) {
             wdata = fb_xmalloc(b64_decoded_max(dl));
             ssize_t n = b64_decode(data, dl, wdata);
@@ -1888,7 +1910,7 @@ static void handle_line(struct conn *c, const char *line, size_t len)
     } else if (!strcmp(m, "session.create")) {
         m_session_create(c, id, params);
     } else if (!strcmp(m, "session.list")) {
-        m_session_list(c, id);
+        m_session_list(c, id, params);
     } else {
         const char *sid;
         if (pget_str(params, "session", &sid, NULL, true, 64, &e) < 0) {
@@ -1943,8 +1965,10 @@ static void conn_process(struct conn *c)
                 buf_consume(&c->in, pend);
                 c->scan = 0;
             } else if ((int64_t)pend > lim.max_message) {
-                send_errf(c, NULL, "too_large", "a request line is larger than %lld bytes",
+                json_t *pid = proto_peek_id(head, pend < 512 ? pend : 512);
+                send_errf(c, pid, "too_large", "a request line is larger than %lld bytes",
                           (long long)lim.max_message);
+                json_decref(pid);
                 c->discard = true;
                 buf_consume(&c->in, pend);
                 c->scan = 0;
@@ -1956,8 +1980,10 @@ static void conn_process(struct conn *c)
         if (c->discard) {
             c->discard = false;
         } else if ((int64_t)len > lim.max_message) {
-            send_errf(c, NULL, "too_large", "a request line is larger than %lld bytes",
+            json_t *pid = proto_peek_id(head, len < 512 ? len : 512);
+            send_errf(c, pid, "too_large", "a request line is larger than %lld bytes",
                       (long long)lim.max_message);
+            json_decref(pid);
         } else {
             size_t l = len;
             if (l && head[l - 1] == '\r')
@@ -2353,9 +2379,13 @@ static void bury_flush(void)
     }
 }
 
+static int ready_fd = -1;
+static bool exit_with_parent;
+
 static const char serve_usage[] =
     "Usage: fluebox serve [--socket PATH] [--pool N] [--max-sessions N] [--max-execs N]\n"
     "                     [--max-output SIZE] [--max-message SIZE] [--max-conns N]\n"
+    "                     [--ready-fd N] [--exit-with-parent]\n"
     "Serves sessions on a Unix socket (docs/protocol.md). Default socket:\n"
     "$FLUEBOX_SOCKET, $XDG_RUNTIME_DIR/fluebox.sock, /run/user/UID/fluebox.sock or\n"
     "/tmp/fluebox-UID/fluebox.sock. SIGTERM destroys every session and exits.\n";
@@ -2371,6 +2401,20 @@ static int parse_serve_args(int argc, char **argv, const char **sock)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t *num = NULL;
         bool size = false;
+        if (!strcmp(a, "--exit-with-parent")) {
+            exit_with_parent = true;
+            continue;
+        }
+        if (!strcmp(a, "--ready-fd")) {
+            uint64_t fd;
+            if (!v || fb_parse_u64(v, &fd) < 0 || fd > 1 << 20) {
+                fb_warn("--ready-fd needs a descriptor number");
+                return -1;
+            }
+            ready_fd = (int)fd;
+            i++;
+            continue;
+        }
         if (!strcmp(a, "--socket")) {
             if (!v) {
                 fb_warn("--socket needs a value");
@@ -2446,6 +2490,16 @@ int cmd_serve(int argc, char **argv)
     sigprocmask(SIG_BLOCK, &set, NULL);
     sigdelset(&set, SIGPIPE);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (exit_with_parent) {
+        /* The parent's death arrives as SIGTERM: a clean shutdown. If it
+         * died before we asked, we are an orphan already. */
+        pid_t parent = getppid();
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) {
+            fb_warn("serve: the parent is gone already (--exit-with-parent)");
+            return FB_EXIT_SETUP;
+        }
+    }
 
     /* Every exec holds two or three pipes here: use the hard limit. */
     struct rlimit rl;
@@ -2475,6 +2529,13 @@ int cmd_serve(int argc, char **argv)
     w_set(&ws, EPOLLIN);
     w_set(&ww, EPOLLIN);
     fb_warn("serving on %s (pool %lld)", sock_path, (long long)lim.pool);
+    if (ready_fd >= 0) {
+        /* Listening: clients may connect from now on. */
+        if (fb_write_all(ready_fd, "ready\n", 6) < 0)
+            fb_warn("--ready-fd %d: %s", ready_fd, strerror(errno));
+        if (ready_fd > 2)
+            close(ready_fd);
+    }
     pool_refill();
 
     while (!stopping) {

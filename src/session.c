@@ -203,6 +203,7 @@ int session_policy_from_params(json_t *params, uid_t peer_uid, struct fb_policy 
         pget_str(params, "network", &network, NULL, false, 16, e) < 0 ||
         pget_str(params, "workspace", &workspace, NULL, false, 4095, e) < 0 ||
         pget_str(params, "cwd", &cwd, NULL, false, 4095, e) < 0 ||
+        pget_str(params, "label", &sp->label, NULL, false, 256, e) < 0 ||
         pget_strarray(params, "allowNet", &allow, true, e) < 0 ||
         pget_strarray(params, "options", &options, false, e) < 0 ||
         pget_strmap(params, "env", &env, e) < 0 || pget_bool(params, "cow", &cow, false, e) < 0 ||
@@ -353,7 +354,7 @@ int session_policy_from_params(json_t *params, uid_t peer_uid, struct fb_policy 
     /* The pool holds sandboxes of the default policy: only limits the live
      * cgroup can change, and server-side settings, may differ. */
     if (sp->pool_ok) {
-        static const char *const pool_keys[] = {"limits", "env", "cwd", "ttlMs",
+        static const char *const pool_keys[] = {"limits", "env", "cwd", "ttlMs", "label",
                                                 "idleTimeoutMs", "pool", "profile",
                                                 "network", "allowNet", "options",
                                                 "workspace", "cow", NULL};
@@ -470,6 +471,8 @@ void session_apply_params(struct fb_session *s, const struct session_params *sp)
     }
     free(s->cwd);
     s->cwd = fb_xstrdup(sp->cwd ? sp->cwd : s->pol.cwd ? s->pol.cwd : "/workspace");
+    free(s->label);
+    s->label = sp->label ? fb_xstrdup(sp->label) : NULL;
     s->ttl_ms = sp->ttl_ms;
     s->idle_ms = sp->idle_ms;
     s->exec_timeout_ms = sp->exec_timeout_ms;
@@ -497,6 +500,7 @@ void session_free(struct fb_session *s)
     if (s->env)
         harden_free_env(s->env);
     free(s->cwd);
+    free(s->label);
     free(s);
 }
 
@@ -525,6 +529,7 @@ json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs
                               (json_int_t)u.oom_kills);
     json_t *o = json_object();
     json_object_set_new(o, "session", json_string(s->id));
+    json_object_set_new(o, "label", s->label ? json_string(s->label) : json_null());
     json_object_set_new(o, "state", json_string(s->state == SESS_DEAD ? "dead" : "ready"));
     if (s->state == SESS_DEAD && s->death[0])
         json_object_set_new(o, "reason", json_string(s->death));

@@ -57,6 +57,7 @@ struct fb_session {
     int64_t created_ms, last_used_ms; /* wall clock, ms since the epoch */
     uint64_t created_ns, last_used_ns; /* monotonic */
     char death[128];        /* why it died */
+    char *label;            /* the client's label, or NULL */
     struct fb_err spawn_err;
     int spawn_rc;
     void *srv;              /* server.c's per-session state */
@@ -67,6 +68,7 @@ struct session_params {
     int64_t ttl_ms, idle_ms, exec_timeout_ms;
     json_t *env;     /* borrowed; NULL = none */
     const char *cwd; /* NULL = the policy's */
+    const char *label; /* NULL = none */
     bool pool_ok;    /* may take from the pool (params match the pool's) */
 };
 

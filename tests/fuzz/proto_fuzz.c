@@ -37,7 +37,7 @@ static void check_line(char *line, size_t len, json_t *id)
     CHECK(len > 0 && line[len - 1] == '\n');
     CHECK(memchr(line, '\n', len - 1) == NULL);
     json_error_t je;
-    json_t *o = json_loadb(line, len - 1, JSON_REJECT_DUPLICATES, &je);
+    json_t *o = json_loadb(line, len - 1, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     CHECK(json_is_object(o));
     json_t *oid = json_object_get(o, "id");
     CHECK(oid != NULL);
@@ -167,6 +167,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     proto_req_free(&req);
     perr_clear(&e);
+    json_t *pid = proto_peek_id((const char *)data, size);
+    CHECK(!pid || json_is_string(pid) || json_is_integer(pid));
+    json_decref(pid);
     utf8_checks(data, size);
     b64_checks(data, size);
     return 0;

@@ -195,6 +195,11 @@ def t_session_lifecycle(srv):
           and i2["execs"]["total"] == 0, i2)
     r = c.call("exec", {"session": s, "command": "echo $FOO"})
     check("session.create env reaches execs", r["stdout"] == "bar\n", r)
+    l = c.call("session.create", {"label": "agent-7"})
+    check("session.create label echoed", l["label"] == "agent-7" and info["label"] is None, l)
+    lst = c.call("session.list", {"label": "agent-7"})["sessions"]
+    check("session.list filters by label", [x["session"] for x in lst] == [l["session"]], lst)
+    c.call("session.destroy", {"session": l["session"]})
     check("session.destroy", c.call("session.destroy", {"session": s}) == {})
     _, e = c.try_call("session.info", {"session": s})
     check("session.info after destroy: not_found", e and e["code"] == "not_found", e)
@@ -287,6 +292,10 @@ def t_exec(srv):
     r = c.call("exec", {"session": s, "argv": ["cat"], "stdin": base64.b64encode(b"\x00\x01\xff").decode(),
                         "stdinEncoding": "base64", "encoding": "base64"})
     check("exec stdin and output base64 (binary)", base64.b64decode(r["stdout"]) == b"\x00\x01\xff", r)
+    r = c.call("exec", {"session": s, "argv": ["od", "-An", "-c"], "stdin": "x\x00y"})
+    check("exec stdin with NUL characters", "\\0" in r["stdout"], r)
+    _, e = c.try_call("exec", {"session": s, "argv": ["echo", "a\x00b"]})
+    check("exec argv with NUL: invalid_params", e and e["code"] == "invalid_params" and e.get("param") == "argv", e)
     r = c.call("exec", {"session": s, "argv": ["cat"]})
     check("exec without stdin: empty input", r["stdout"] == "" and r["exitCode"] == 0, r)
     r = c.call("exec", {"session": s, "argv": ["no-such-command-here"]})
@@ -295,6 +304,7 @@ def t_exec(srv):
     check("exec killed by a signal: 137 SIGKILL", r["exitCode"] == 137 and r["signal"] == "SIGKILL", r)
     r = c.call("exec", {"session": s, "command": "sleep 30", "timeoutMs": 300})
     check("exec timeout: 124, timedOut", r["exitCode"] == 124 and r["timedOut"] and r["signal"] == "SIGKILL", r)
+    check("exec timeout: a note on stderr", "timed out after 300 ms" in r["stderr"], r)
     r = c.call("exec", {"session": s, "command": "head -c 100000 /dev/zero", "maxOutputBytes": 1000})
     check("exec maxOutputBytes truncates", len(r["stdout"]) == 1000 and r["stdoutTruncated"], len(r["stdout"]))
     r = c.call("exec", {"session": s, "command": "printf '\\377abc\\303'"})
@@ -424,6 +434,9 @@ def t_files(srv):
     check("file.write/read binary roundtrip", base64.b64decode(r["data"]) == bytes(range(256)))
     r = call("file.read", path="bin.dat")
     check("file.read utf8 of binary is repaired, valid JSON", r["bytesRead"] == 256 and "\ufffd" in r["data"])
+    check("file.write data with NUL characters (utf8)", call("file.write", path="nul.txt", data="a\x00b")["bytesWritten"] == 3
+          and base64.b64decode(call("file.read", path="nul.txt", encoding="base64")["data"]) == b"a\x00b")
+    check("file path with NUL: invalid_params naming path", err("file.stat", path="a\x00b") == "invalid_params")
     check("file.write bad base64: invalid_params", err("file.write", path="x", data="@@", encoding="base64") == "invalid_params")
     check("file.write to a dir: EISDIR", err("file.write", path="no", data="x") == "EISDIR")
     check("file.read a dir: EISDIR", err("file.read", path="no") == "EISDIR")
@@ -580,7 +593,9 @@ MALFORMED = [
     (b'{"id":1,"method":""}', "method_not_found"),
     (b'{"id":1,"id":2,"method":"server.info"}', "parse_error"),
     (b'{"id":1,"method":"server.info"} trailing', "parse_error"),
-    (b'{"id":1,"method":"server.info\\u0000x"}', "parse_error"),
+    (b'{"id":1,"method":"server.info\\u0000x"}', "method_not_found"),
+    (b'{"id":1,"method":"file.read","params":{"session":"s-0","path":"a\\u0000b"}}', "not_found"),
+    (b'{"id":1,"method":"exec","params":{"session":"s\\u0000","argv":["x"]}}', "invalid_params"),
     (b'{"id":"\xff\xfe","method":"server.info"}', "parse_error"),
     (b"\x00\x01\x02\x03", "parse_error"),
     (b"[" * 100000, "parse_error"),
@@ -611,10 +626,15 @@ def t_malformed(srv):
     _, r = c.wait("crlf")
     check("CRLF line endings and blank lines are accepted", "result" in r, r)
     # Oversized line: error with id null, then the connection is usable.
-    big = b'{"id":1,"method":"file.write","params":{"data":"' + b"a" * (17 << 20) + b'"}}\n'
+    big = b'{"id":"big-1","method":"file.write","params":{"data":"' + b"a" * (17 << 20) + b'"}}\n'
     c.send_raw(big)
     m = c.recv()
-    check("oversized line: too_large with id null", m and m["id"] is None and m["error"]["code"] == "too_large", m)
+    check("oversized line: too_large with the id read from its start",
+          m and m["id"] == "big-1" and m["error"]["code"] == "too_large", m)
+    c.send_raw(b'{"method":"file.write","id":7,"params":{"data":"' + b"a" * (17 << 20) + b'"}}\n')
+    m = c.recv()
+    check("oversized line, id not first: too_large with id null", m and m["id"] is None
+          and m["error"]["code"] == "too_large", m)
     check("oversized line: connection still usable", c.call("server.info")["protocol"] == 1)
     # Many requests in one write, some bad.
     c.send_raw(b"".join(b'{"id":%d,"method":"server.info"}\n{bad\n' % i for i in range(100, 200)))
@@ -976,6 +996,36 @@ def t_sigkill():
     finally:
         srv.cleanup()
         shutil.rmtree(ws, ignore_errors=True)
+
+
+@test
+def t_ready_fd_and_parent():
+    d = tempfile.mkdtemp(prefix="fbsrv.")
+    sock = os.path.join(d, "s.sock")
+    try:
+        r, w = os.pipe()
+        p = subprocess.Popen([FB, "serve", "--socket", sock, "--ready-fd", str(w)], pass_fds=(w,),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os.close(w)
+        line = os.read(r, 100)
+        os.close(r)
+        ok1 = line == b"ready\n" and fbc.Conn(sock).call("server.info")["protocol"] == 1
+        check("--ready-fd: 'ready' once it listens", ok1, line)
+        p.terminate()
+        p.wait(20)
+        # --exit-with-parent: a parent shell that is SIGKILLed takes the server along.
+        sh = subprocess.Popen(["sh", "-c", '"$0" serve --socket "$1" --exit-with-parent & echo $!; wait', FB, sock],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        spid = int(sh.stdout.readline())
+        wait_for(lambda: os.path.exists(sock))
+        sh.kill()
+        sh.wait()
+        gone = wait_for(lambda: not os.path.exists("/proc/%d" % spid) or
+                        open("/proc/%d/stat" % spid).read().split(")")[1].split()[0] == "Z", 15)
+        check("--exit-with-parent: the server exits with its parent", gone)
+        check("--exit-with-parent: and cleans up its socket", wait_for(lambda: not os.path.exists(sock), 10))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @test
