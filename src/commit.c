@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/fsuid.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 static void conflict(struct fb_commit *r, const char *path, const char *why)
@@ -347,11 +348,22 @@ static int host_dir(struct apply *a, const char *path)
     return changes_open_beneath(a->c->host, path, O_PATH | O_DIRECTORY, 0);
 }
 
+/* A temporary name in the target's directory. Unpredictable, so that a
+ * file committed earlier cannot be in the way of it. */
+static void tmp_name(struct apply *a, char *buf, size_t cap)
+{
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+        r = fb_now_ns() ^ ((uint64_t)getpid() << 32);
+    snprintf(buf, cap, ".fluebox-commit-%d-%u-%016llx", (int)getpid(), a->tmpseq++,
+             (unsigned long long)r);
+}
+
 /* Copy src into a new inode in dir and rename it to name. */
 static int replace_file(struct apply *a, int dir, const char *name, int src, mode_t mode)
 {
     char tmp[64];
-    snprintf(tmp, sizeof tmp, ".fluebox-commit-%d-%u", (int)getpid(), a->tmpseq++);
+    tmp_name(a, tmp, sizeof tmp);
     /* O_TMPFILE needs a real directory fd, not O_PATH. */
     cleanup_close int rd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (rd < 0)
@@ -402,7 +414,7 @@ static int replace_file(struct apply *a, int dir, const char *name, int src, mod
 static int replace_symlink(struct apply *a, int dir, const char *name, const char *target)
 {
     char tmp[64];
-    snprintf(tmp, sizeof tmp, ".fluebox-commit-%d-%u", (int)getpid(), a->tmpseq++);
+    tmp_name(a, tmp, sizeof tmp);
     if (symlinkat(target, dir, tmp) < 0)
         return -1;
     if (renameat(dir, tmp, dir, name) < 0) {

@@ -119,4 +119,9 @@ EOF
 timeout 300 $([ "$FB_AS" = root ] || echo setpriv --reuid=$FB_AS --regid=$FB_AS --init-groups) \
   $PY $T/client.py $SOCK $W/ws $W/fresh </dev/null
 kill $SRV 2>/dev/null; wait $SRV 2>/dev/null
+if grep -q "Sanitizer" $T/serve.err; then
+  fail "cow session: the server's sanitizers are quiet" "$(grep -m3 -A5 Sanitizer $T/serve.err)"
+else
+  ok "cow session: the server's sanitizers are quiet"
+fi
 no_leftovers "cow session: nothing left behind"
