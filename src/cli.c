@@ -346,6 +346,9 @@ static int apply_opt(struct fb_policy *p, const struct opt *o, const char *v, st
     case O_DISK:
         if (fb_parse_size(v, &n) < 0)
             return fb_errf(err, FB_EXIT_SETUP, "--disk %s: expected a size such as 100M or unlimited", v);
+        /* The root tmpfs holds the generated /etc files: a page each. */
+        if (n > 0 && n < 64 * 1024)
+            return fb_errf(err, FB_EXIT_SETUP, "--disk %s: too small (at least 64K)", v);
         p->limits.disk = n;
         return 0;
     case O_NOFILE:

@@ -214,7 +214,7 @@ fi
 # --- bad input: one line naming the option, 125, nothing created ------------------------
 for bad in "--mem 0" "--mem -1" "--mem 12Q" "--mem 1K" "--cpus 0" "--cpus -1" "--cpus abc" "--cpus nan" \
            "--pids 0" "--pids -5" "--pids 1.5" "--timeout 0" "--timeout -1s" "--timeout 10x" "--timeout 0ms" \
-           "--disk 0" "--disk -5M" "--nofile 0" "--nofile 5" "--fsize 0" "--fsize 1Z"; do
+           "--disk 0" "--disk -5M" "--disk 1K" "--nofile 0" "--nofile 5" "--fsize 0" "--fsize 1Z"; do
   set -- $bad
   run_fb run "$1" "$2" -- touch /tmp/x
   n=$(printf '%s\n' "$ERR" | grep -c .)
