@@ -473,8 +473,8 @@ static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque
     cleanup_close int udir = open_dir(s->c, s->c->upper, path, true);
     if (udir < 0) {
         s->depth--;
-        if (errno == ENOENT || errno == ENOTDIR)
-            return 0; /* changed meanwhile */
+        if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP)
+            return 0; /* changed meanwhile (a live session): gone, or now a symlink */
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: reading %s in the upper layer",
                         *path ? path : ".");
     }
