@@ -82,8 +82,15 @@ static void persistent_start(struct fb_cow *c, const char *dir)
 int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow **out,
               struct fb_err *err)
 {
+    /* A profile that makes the workspace read-only still allows a
+     * copy-on-write view of it, never writing it back. */
+    if (p->workspace_ro && p->cow_commit)
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--commit: profile \"%s\" makes the workspace read-only",
+                       p->profile_name ? p->profile_name : "?");
     struct fb_cow *c = fb_xcalloc(1, sizeof *c);
     c->host = c->store = c->upper = c->userns = c->mntns = -1;
+    c->readonly = p->workspace_ro;
     c->workspace = fb_xstrdup(p->workspace);
     c->host = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (c->host < 0) {

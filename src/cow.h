@@ -53,6 +53,7 @@ struct fb_cow {
     bool persistent;         /* --cow-upper: the caller's directory */
     char *upper_dir;         /* --cow-upper DIR (host path), or NULL */
     bool root;               /* fluebox runs as root */
+    bool readonly;           /* the profile makes the workspace read-only: no commit */
     uid_t owner_uid;         /* owner of the host workspace: commit writes as it */
     gid_t owner_gid;
     uid_t inside_uid;        /* the sandbox's ids (reset remounts as them) */

@@ -116,6 +116,11 @@ static json_t *m_commit(struct fb_cow *c, json_t *params, struct proto_err *e)
     size_t nsel;
     if (pget_bool(params, "force", &force, false, e) < 0 || get_paths(params, &sel, &nsel, e) < 0)
         return NULL;
+    if (c->readonly) {
+        perr_set(e, "permission_denied", "the session's profile makes the workspace read-only");
+        free_paths(sel, nsel);
+        return NULL;
+    }
     struct fb_changes ch;
     struct fb_err err = {0};
     if (changes_scan(c, &ch, &err) < 0) {

@@ -161,4 +161,18 @@ else
   skip "cow safety: as root, commit writes as the workspace owner" "root only"
 fi
 
+# 7. A profile that makes the workspace read-only allows a copy-on-write
+# view but never a commit.
+W=$T/ro; mkdir -p $W/ws; echo a > $W/ws/a; own $W
+printf '{"extends": "standard", "filesystem": {"workspace_readonly": true}}\n' > $W/ro.json
+run_fb run --profile $W/ro.json --workspace $W/ws --cow --commit -- sh -c 'echo b > a'
+rc1=$RC; err1=$ERR
+run_fb run --profile $W/ro.json --workspace $W/ws --cow -- sh -c 'echo b > a && cat a'
+if [ "$rc1" = 125 ] && case "$err1" in *"read-only"*) true ;; *) false ;; esac &&
+   [ "$RC" = 0 ] && [ "$OUT" = b ] && [ "$(cat $W/ws/a)" = a ]; then
+  ok "cow safety: a read-only workspace profile refuses --commit, allows the view"
+else
+  fail "cow safety: a read-only workspace profile refuses --commit, allows the view" "rc1=$rc1 $err1 / rc=$RC $OUT $ERR"
+fi
+
 no_leftovers "cow safety: nothing left behind"
