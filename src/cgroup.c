@@ -37,7 +37,10 @@
  * one warning names what is missing. --require-limits turns that into exit
  * 125 before anything runs.
  *
- * Not thread-safe: called from the supervisor's thread only. */
+ * Threads: creation and removal use process-wide state (the mounts found,
+ * the sweep, the sequence number) and must come from one thread at a time
+ * (the session server does every spawn and release on one worker thread);
+ * cgroup_usage and cgroup_set_limits touch only their own cgroup. */
 #include "cgroup.h"
 
 #include <dirent.h>
@@ -950,25 +953,48 @@ const char *cgroup_backend(const struct fb_cgroup *cg)
 
 int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb_err *err)
 {
-    unsigned want = wanted_of(l);
-    /* A limit can be changed or lifted where a directory holds its controller. */
-    unsigned held = 0;
+    /* Only where a directory of this cgroup holds the controller can a limit
+     * be changed, set or lifted; an rlimit fallback set on init cannot change
+     * at all. Either way: -1, so that the caller spawns a fresh sandbox. */
+    unsigned want = wanted_of(l), held = 0;
     for (size_t i = 0; i < cg->ndirs; i++)
         held |= cg->dirs[i].ctrls;
+    unsigned stuck = want & ~held;
+    if ((cg->fallback & BIT(C_MEM)) && l->mem != cg->limits.mem)
+        stuck |= BIT(C_MEM);
+    if ((cg->fallback & BIT(C_PIDS)) && l->pids != cg->limits.pids)
+        stuck |= BIT(C_PIDS);
+    if (stuck) {
+        char n[32];
+        names_of(stuck, n, sizeof n);
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "cannot change the %s limit of this sandbox: its cgroup was made without "
+                       "that controller", n);
+    }
+    char keep_reason[sizeof cg->reason];
+    memcpy(keep_reason, cg->reason, sizeof keep_reason);
     cg->reason[0] = 0;
     unsigned ok = 0;
     for (size_t i = 0; i < cg->ndirs; i++)
         if (cg->dirs[i].ctrls)
             ok |= write_limits(cg, &cg->dirs[i], l);
+    if (want & ~ok) {
+        char n[32];
+        names_of(want & ~ok, n, sizeof n);
+        fb_errf(err, FB_EXIT_SETUP, "cannot change the %s limit of this sandbox: %s", n,
+                cg->reason);
+        for (size_t i = 0; i < cg->ndirs; i++) /* best effort: back as it was */
+            if (cg->dirs[i].ctrls)
+                write_limits(cg, &cg->dirs[i], &cg->limits);
+        memcpy(cg->reason, keep_reason, sizeof keep_reason);
+        return -1;
+    }
     cg->limits = *l;
     cg->wanted = want;
-    cg->applied = ok & want;
+    cg->applied = want;
+    if (!cg->reason[0])
+        memcpy(cg->reason, keep_reason, sizeof keep_reason);
     finish_strings(cg);
-    if (want & ~held)
-        add_reason(cg, "no cgroup holds the controller for a limit this sandbox was not created with");
-    if ((want & ~cg->applied) && l->require)
-        return fb_errf(err, FB_EXIT_SETUP, "--require-limits: cannot apply the %s limit: %s",
-                       cg->not_applied_s, cg->reason);
     return 0;
 }
 

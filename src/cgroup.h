@@ -55,7 +55,10 @@ const char *cgroup_backend(const struct fb_cgroup *cg); /* "v2", "v1", "v1+v2", 
 const char *cgroup_fallbacks(const struct fb_cgroup *cg);
 const char *cgroup_reason(const struct fb_cgroup *cg);
 
-/* Change limits of a live cgroup (sessions taken from the warm pool). */
+/* Change limits of a live cgroup (sessions taken from the warm pool).
+ * Returns -1 with err when one cannot be changed in place (its controller
+ * was not in use when the cgroup was made, or an rlimit stands in for it):
+ * the caller then needs a fresh sandbox. */
 int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb_err *err);
 
 /* Kill every process left in the cgroup, remove the directories, free. NULL ok. */
