@@ -229,11 +229,11 @@ no_stale "no stale cgroup after the limit tests"
 if [ -n "$CG" ]; then
   "$FB" run --timeout 60s -- sh -c "echo started; sleep 3$mark" > "$T/k.out" 2>&1 &
   fbpid=$!
-  for i in $(seq 50); do grep -q started "$T/k.out" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 50); do grep -q started "$T/k.out" 2>/dev/null && break; sleep 0.1; done
   made=$(cgroups_of "$fbpid")
   [ -n "$made" ] && ok "a running sandbox has its cgroups ($(echo $made | wc -w))" || fail "a running sandbox has its cgroups"
   kill -KILL "$fbpid"; wait "$fbpid" 2>/dev/null
-  for i in $(seq 30); do pgrep -f "sleep 3$mark" >/dev/null || break; sleep 0.1; done
+  for _ in $(seq 30); do pgrep -f "sleep 3$mark" >/dev/null || break; sleep 0.1; done
   if pgrep -f "sleep 3$mark" >/dev/null; then fail "SIGKILLed fluebox: the sandbox dies" "$(pgrep -af "sleep 3$mark")"; pkill -f "sleep 3$mark"
   else ok "SIGKILLed fluebox: the sandbox dies"; fi
   left=$(cgroups_of "$fbpid")

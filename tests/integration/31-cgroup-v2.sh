@@ -37,7 +37,7 @@ export FLUEBOX_CGROUP=v2
 # --- create and attach: watch the running sandbox from the host ---------------
 "$FB" run -q --report "$R" -- sh -c "echo started; exec sleep 2.$mark" > "$T/run.out" 2>&1 &
 fbpid=$!
-for i in $(seq 50); do grep -q started "$T/run.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 50); do grep -q started "$T/run.out" 2>/dev/null && break; sleep 0.1; done
 dir=$(ls -d "$OWN/fluebox/fluebox-$fbpid-"* 2>/dev/null | head -1)
 if [ -n "$dir" ]; then
   ok "v2: the run's cgroup is $OWN/fluebox/fluebox-$fbpid-N"
