@@ -70,6 +70,7 @@ struct cg_dir {
     const struct hier *h;
     unsigned ctrls;   /* controllers whose limits live here */
     int fd;           /* O_PATH directory fd */
+    int tasks_fd;     /* v1: its "tasks" file, for the child's cgroup_join_self */
     char *path;       /* <own>/fluebox/fluebox-PID-SEQ */
     char *parent;     /* <own>/fluebox */
 };
@@ -327,14 +328,27 @@ static void sweep_parent(const char *parent)
     DIR *d = opendir(parent);
     if (!d)
         return;
+    /* A session server owns many directories: check each creator once. */
+    int seen_pid[8] = {0};
+    bool seen_alive[8] = {0};
+    size_t nseen = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         int pid;
         if (e->d_type != DT_DIR || sscanf(e->d_name, "fluebox-%d-", &pid) != 1)
             continue;
-        if (pid == getpid() || pid_alive(pid))
+        if (pid == getpid())
             continue;
-        unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+        size_t k = 0;
+        while (k < nseen && seen_pid[k] != pid)
+            k++;
+        if (k == nseen) {
+            k = nseen < FB_ARRAY_LEN(seen_pid) ? nseen++ : nseen - 1;
+            seen_pid[k] = pid;
+            seen_alive[k] = pid_alive(pid);
+        }
+        if (!seen_alive[k])
+            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
     }
     closedir(d);
 }
@@ -375,6 +389,9 @@ static void kill_all(const struct cg_dir *d)
 
 static void dir_remove(struct cg_dir *d)
 {
+    if (d->tasks_fd >= 0)
+        close(d->tasks_fd);
+    d->tasks_fd = -1;
     if (d->fd >= 0) {
         kill_all(d);
         close(d->fd);
@@ -590,7 +607,7 @@ static int make_dir(struct fb_cgroup *cg, struct hier *h, unsigned bits, struct 
     names_of(bits, names, sizeof names);
     memset(d, 0, sizeof *d);
     d->h = h;
-    d->fd = -1;
+    d->fd = d->tasks_fd = -1;
     if (!h->own) {
         set_cause(cg, "fluebox's own cgroup is not visible under %s", h->mnt);
         add_reason(cg, "%s: fluebox's own cgroup is not visible under %s", names, h->mnt);
@@ -636,6 +653,10 @@ static int make_dir(struct fb_cgroup *cg, struct hier *h, unsigned bits, struct 
         errno = e;
         goto fail;
     }
+    /* v1: the child joins by itself (cgroup_join_self); if this cannot be
+     * opened, cgroup_attach moves it instead. */
+    if (h->version == 1)
+        d->tasks_fd = openat(d->fd, "tasks", O_WRONLY | O_CLOEXEC);
     d->ctrls = bits;
     return 0;
 fail:
@@ -711,7 +732,7 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
     *out = NULL;
     struct fb_cgroup *cg = fb_xcalloc(1, sizeof *cg);
     for (size_t i = 0; i < FB_ARRAY_LEN(cg->dirs); i++)
-        cg->dirs[i].fd = -1;
+        cg->dirs[i].fd = cg->dirs[i].tasks_fd = -1;
     cg->limits = p->limits;
     cg->wanted = wanted_of(&p->limits);
     cg->seq = ++seq;
@@ -821,12 +842,36 @@ int cgroup_clone_fd(const struct fb_cgroup *cg)
     return -1;
 }
 
+int cgroup_join_self(const struct fb_cgroup *cg, struct fb_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < cg->ndirs; i++) {
+        const struct cg_dir *d = &cg->dirs[i];
+        if (d->tasks_fd < 0)
+            continue;
+        ssize_t n;
+        do
+            n = write(d->tasks_fd, "0", 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1 && rc == 0)
+            rc = fb_errno(err, FB_EXIT_SETUP, "joining the cgroup %s", d->path);
+        close(d->tasks_fd);
+    }
+    return rc;
+}
+
 int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
 {
     char buf[16];
     snprintf(buf, sizeof buf, "%d", (int)pid);
     for (size_t i = 0; i < cg->ndirs; i++) {
         struct cg_dir *d = &cg->dirs[i];
+        if (d->tasks_fd >= 0) {
+            /* The child joins this one itself (cgroup_join_self). */
+            close(d->tasks_fd);
+            d->tasks_fd = -1;
+            continue;
+        }
         if (fb_write_fileat(d->fd, "cgroup.procs", buf) == 0)
             continue;
         /* Created but not joinable (delegation rules): not applied. */

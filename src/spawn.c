@@ -5,7 +5,7 @@
  *   idmapped workspace (root only)          mount_prepare: clone bind sources
  *   clone3(NEWUSER|NEWPID|NEWNS|...)        ... waits for GO
  *   write uid_map / gid_map
- *   cgroup_attach (v1)
+ *   cgroup_attach (v2 without clone-into)  (v1: cgroup_join_self, first thing)
  *   send GO ------------------------------> setgroups/setresgid/setresuid to
  *                                            the inside ids (caps are kept:
  *                                            0 is not mapped, see userns.c)
@@ -63,9 +63,14 @@ __attribute__((noreturn)) static void child_fail(int ctl, struct fb_err *err)
 
 __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum fb_mode mode,
                                                  int ctl, const struct fb_premounts *pre,
-                                                 const struct fb_ids *ids, bool nproc_fallback)
+                                                 const struct fb_ids *ids, bool nproc_fallback,
+                                                 const struct fb_cgroup *cg)
 {
     struct fb_err err = {0};
+    /* Join the run's v1 cgroups first, so that the set-up is charged there
+     * (moving itself is cheap, see cgroup.h); a failure is reported after GO. */
+    struct fb_err cg_err = {0};
+    int cg_rc = cg ? cgroup_join_self(cg, &cg_err) : 0;
     fb_proctitle_set(mode == FB_MODE_RUN ? "fluebox-init" : "fluebox-session-init");
     /* If the supervisor dies, so does the sandbox (init's death empties the
      * pid namespace). Set again after the id change below, which clears it. */
@@ -79,9 +84,11 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     int r = ctl_recv(ctl, &m, NULL, NULL);
     if (r <= 0 || m.type != FB_MSG_GO)
         _exit(FB_EXIT_SETUP);
-    /* The supervisor may have moved us into our cgroup after the clone (v1
-     * has no CLONE_INTO_CGROUP): root the cgroup namespace there now, so
-     * /proc/self/cgroup shows "/" and not the host's cgroup paths. */
+    if (cg_rc < 0)
+        child_fail(ctl, &cg_err);
+    /* We joined our cgroup after the clone (v1 has no CLONE_INTO_CGROUP):
+     * root the cgroup namespace there now, so /proc/self/cgroup shows "/"
+     * and not the host's cgroup paths. */
     if ((p->namespaces & FB_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "new cgroup namespace");
         child_fail(ctl, &err);
@@ -278,7 +285,7 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     }
     if (pid == 0) {
         close(sv[0]);
-        child_main(p, mode, sv[1], &pre, &sb->ids, sb->nproc_fallback);
+        child_main(p, mode, sv[1], &pre, &sb->ids, sb->nproc_fallback, sb->cg);
     }
     close(sv[1]);
     premounts_free(p, &pre);

@@ -27,12 +27,24 @@ creator_gone() {
   local pid=${1##*/fluebox-}; pid=${pid%%-*}
   [ ! -d "/proc/$pid" ] || grep -q '^State:[[:space:]]*[ZX]' "/proc/$pid/status" 2>/dev/null
 }
-# stale_cgroups — fluebox cgroups whose creator is gone. (Live ones may
-# belong to other fluebox runs on this machine.)
+# own_dirs — this shell's own cgroup directory in every mounted hierarchy
+# (fluebox, started from here, creates its cgroups under <own>/fluebox).
+own_dirs() {
+  awk 'NR == FNR { split($0, f, ":"); own[f[2]] = f[3]; next }
+       { for (i = 7; i <= NF; i++) if ($i == "-") { t = $(i+1); o = $(i+3) }
+         if (t == "cgroup2") k = ""; else if (t == "cgroup") { k = ""; n = split(o, a, ",");
+           for (j = 1; j <= n; j++) if (a[j] != "rw" && a[j] != "ro") k = k (k == "" ? "" : ",") a[j] }
+         else next
+         if (k in own) print $5 (own[k] == "/" ? "" : own[k]) }' /proc/self/cgroup /proc/self/mountinfo
+}
+# stale_cgroups — fluebox cgroups under our own cgroups whose creator is gone.
+# (Live ones may belong to other fluebox runs on this machine.)
 stale_cgroups() {
-  local d
-  find /sys/fs/cgroup -maxdepth 7 -type d -name 'fluebox-*' 2>/dev/null | while read -r d; do
-    creator_gone "$d" && echo "$d"
+  local o d
+  for o in $(own_dirs); do
+    for d in "$o"/fluebox/fluebox-*; do
+      [ -d "$d" ] && creator_gone "$d" && echo "$d"
+    done
   done
 }
 no_stale() { local s; s=$(stale_cgroups | head -3); [ -z "$s" ] && ok "$1" || fail "$1" "left: $s"; }
