@@ -144,13 +144,14 @@ if [ "$FB_AS" = root ]; then
   kill -TERM "$fbpid"; wait "$fbpid"; rc=$?
   if [ "$rc" = 7 ] && grep -q got-term "$T/sig.out"; then ok "SIGTERM to fluebox reaches the command"; else fail "SIGTERM forwarded" "rc=$rc $(cat "$T/sig.out")"; fi
 
-  "$FB" run -- sh -c 'echo started; sleep 300' > "$T/kill.out" 2>&1 &
+  mark="300.$$"   # a sleep only this test starts
+  "$FB" run -- sh -c "echo started; sleep $mark" > "$T/kill.out" 2>&1 &
   fbpid=$!
   for i in $(seq 50); do grep -q started "$T/kill.out" 2>/dev/null && break; sleep 0.1; done
   kill -KILL "$fbpid"; wait "$fbpid" 2>/dev/null
   sleep 0.3
   # The next run sweeps what a SIGKILLed fluebox could not remove (its cgroup).
   "$FB" run -- true
-  if pgrep -f "sleep 300" >/dev/null; then fail "killing fluebox kills the sandbox" "$(pgrep -af 'sleep 300')"; pkill -f "sleep 300"; else ok "killing fluebox kills the sandbox"; fi
+  if pgrep -f "sleep $mark" >/dev/null; then fail "killing fluebox kills the sandbox" "$(pgrep -af "sleep $mark")"; else ok "killing fluebox kills the sandbox"; fi
 fi
 no_leftovers "nothing left behind after the core tests"
