@@ -24,6 +24,11 @@
  *     "v2" creates the v2 group even when it holds no controller, which is
  *     how the v2 code path is exercised on machines whose controllers are v1.
  *
+ * Finding the hierarchies: the conventional /sys/fs/cgroup layout is checked
+ * with statfs() (discover_conventional); anything else is read from
+ * /proc/self/mountinfo, which costs tens of µs more in a fresh process.
+ * FLUEBOX_CGROUP_MOUNTINFO=1 forces the latter (tests).
+ *
  * cgroup v2 and the "no internal processes" rule: a non-root cgroup that
  * holds processes cannot enable controllers for its children, and fluebox
  * itself lives in its own cgroup. When enabling fails with EBUSY and fluebox
@@ -49,7 +54,9 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <time.h>
 
 enum { C_MEM, C_PIDS, C_CPU, C_N };
@@ -169,6 +176,90 @@ static char *join_own(const char *mnt, const char *root, const char *path)
     return fb_xasprintf("%s%s", mnt, rest);
 }
 
+static void hiers_reset(void)
+{
+    for (size_t i = 0; i < nhiers; i++) {
+        free(hiers[i].mnt);
+        free(hiers[i].own);
+    }
+    memset(hiers, 0, sizeof hiers);
+    nhiers = 0;
+}
+
+/* Add the hierarchy mounted at mnt (root "/") for a /proc/self/cgroup line,
+ * if our cgroup directory is there. */
+static bool add_conventional(int version, unsigned ctrls, bool cpuacct, const char *mnt,
+                             const char *path)
+{
+    struct statfs sf;
+    if (statfs(mnt, &sf) < 0 ||
+        sf.f_type != (version == 2 ? CGROUP2_SUPER_MAGIC : CGROUP_SUPER_MAGIC))
+        return false;
+    char *own = join_own(mnt, "/", path);
+    struct stat st;
+    if (stat(own, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        free(own);
+        return false;
+    }
+    hiers[nhiers++] = (struct hier){version, ctrls, cpuacct, fb_xstrdup(mnt), own};
+    return true;
+}
+
+/* The fast way, without reading /proc/self/mountinfo (tens of µs in a fresh
+ * process): the conventional layout, /sys/fs/cgroup a cgroup2 mount, or a
+ * tmpfs with one directory per v1 hierarchy named after its controllers
+ * (plus "unified" on hybrid systems), each checked with statfs() and our own
+ * cgroup directory checked to exist. false: use mountinfo. (A hierarchy
+ * found at the wrong place could only make the limit writes fail, and
+ * fail loudly: each file is controller-specific.) */
+static bool discover_conventional(const char *self)
+{
+    struct statfs sf;
+    if (statfs("/sys/fs/cgroup", &sf) < 0)
+        return false;
+    if (sf.f_type == CGROUP2_SUPER_MAGIC) {
+        cleanup_free char *path = own_path(self, 2, NULL);
+        return path && add_conventional(2, 0, false, "/sys/fs/cgroup", path);
+    }
+    if (sf.f_type != TMPFS_MAGIC)
+        return false;
+    for (const char *line = self; *line;) {
+        size_t len = strcspn(line, "\n");
+        const char *c1 = memchr(line, ':', len);
+        const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+        if (!c2)
+            return false;
+        char ctrls[128];
+        size_t cl = (size_t)(c2 - c1 - 1);
+        cleanup_free char *path = fb_xstrndup(c2 + 1, len - (size_t)(c2 + 1 - line));
+        if (cl >= sizeof ctrls || nhiers >= FB_ARRAY_LEN(hiers))
+            return false;
+        memcpy(ctrls, c1 + 1, cl);
+        ctrls[cl] = 0;
+        if (cl == 0) {
+            /* "0::/path": the unified hierarchy, if mounted (hybrid). */
+            if (statfs("/sys/fs/cgroup/unified", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC &&
+                !add_conventional(2, 0, false, "/sys/fs/cgroup/unified", path))
+                return false;
+        } else {
+            unsigned bits = 0;
+            for (int c = 0; c < C_N; c++)
+                if (has_token(ctrls, ctrl_name[c]))
+                    bits |= BIT(c);
+            if (bits) {
+                char mnt[160];
+                snprintf(mnt, sizeof mnt, "/sys/fs/cgroup/%s", ctrls);
+                if (!add_conventional(1, bits, has_token(ctrls, "cpuacct"), mnt, path))
+                    return false;
+            }
+        }
+        line += len;
+        if (*line)
+            line++;
+    }
+    return true;
+}
+
 static void discover(void)
 {
     if (discovered)
@@ -177,6 +268,9 @@ static void discover(void)
     char self[4096];
     if (fb_read_file("/proc/self/cgroup", self, sizeof self) < 0)
         return;
+    if (!getenv("FLUEBOX_CGROUP_MOUNTINFO") && discover_conventional(self))
+        return;
+    hiers_reset();
     FILE *f = fopen("/proc/self/mountinfo", "re");
     if (!f)
         return;

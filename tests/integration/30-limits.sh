@@ -95,6 +95,11 @@ else
   expect_out "rootless: RLIMIT_NPROC stands in for pids" "64" run -q --pids 64 -- sh -c 'cat /proc/self/limits | awk "/Max processes/ {print \$3}"'
   expect_out "rootless: RLIMIT_DATA stands in for memory" "67108864" run -q --mem 64M -- sh -c 'cat /proc/self/limits | awk "/Max data size/ {print \$4}"'
 fi
+if [ -n "$CG" ]; then
+  # The same hierarchies found through /proc/self/mountinfo (the fallback).
+  FLUEBOX_CGROUP_MOUNTINFO=1 run_fb run --cpus 1 --report "$R" -- true
+  jtrue "hierarchies found through mountinfo too" "$R" '{"memory", "pids", "cpu"} <= set(r["limits_applied"])'
+fi
 run_fb run --mem unlimited --pids unlimited --report "$R" -- true
 jtrue "--mem/--pids unlimited relax the defaults" "$R" 'r["limits"]["memory_bytes"] is None and r["limits"]["pids"] is None and not {"memory", "pids"} & set(r["limits_applied"] + r["limits_not_applied"])'
 [ -z "$ERR" ] && ok "nothing to warn about without cgroup limits" || fail "no warning without cgroup limits" "$ERR"
