@@ -388,5 +388,10 @@ fi
     done
     printf ']}\n'
 } >"$OUT/latest.json"
+# No machine paths in what gets committed: the binary becomes ./fluebox and
+# paths inside the repository become relative to it.
+for f in "$MD" "$OUT/latest.json"; do
+    sed -i -e "s#$FLUEBOX#./fluebox#g" -e "s#$ROOT/##g" "$f"
+done
 echo
 echo "bench: wrote ${OUT#"$ROOT"/}/latest.md and ${OUT#"$ROOT"/}/latest.json"
