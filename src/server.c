@@ -1404,12 +1404,14 @@ static void m_session_list(struct conn *c, json_t *id, json_t *params)
     /* Oldest first. */
     size_t n = 0;
     for (struct sess *ss = sesss; ss; ss = ss->next)
-        if (!ss->in_pool && !ss->dead && ss->s->uid == c->uid && ss->s->state != SESS_STARTING)
+        if (!ss->in_pool && !ss->dead && !ss->dying && ss->s->uid == c->uid &&
+            ss->s->state != SESS_STARTING)
             n++;
     struct sess **v = fb_xcalloc(n ? n : 1, sizeof *v);
     size_t k = 0;
     for (struct sess *ss = sesss; ss; ss = ss->next)
-        if (!ss->in_pool && !ss->dead && ss->s->uid == c->uid && ss->s->state != SESS_STARTING)
+        if (!ss->in_pool && !ss->dead && !ss->dying && ss->s->uid == c->uid &&
+            ss->s->state != SESS_STARTING)
             v[k++] = ss;
     json_t *arr = json_array();
     for (size_t i = k; i-- > 0;) {
