@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 /* ---- byte queue ---- */
@@ -107,14 +108,178 @@ bool proto_method_known(const char *m)
 
 #define ID_INT_MAX 9007199254740992LL /* 2^53 */
 
+/* Big strings (file.write data, stdin) make jansson's byte-at-a-time lexer
+ * the server's main cost. A string longer than proto_bulk_min with no
+ * escape in it is cut out of the line before parsing, replaced by a short
+ * placeholder, checked (UTF-8, no control characters: what jansson would
+ * check) and put back into the tree. The result is the same tree; the fuzz
+ * target compares both ways. */
+size_t proto_bulk_min = 65536;
+
+struct bulk_span {
+    size_t off, len; /* the string's content in the line */
+};
+
+#define MAX_SPANS 64
+
+/* The placeholder, as it reads after parsing: NUL, "fbbulk:", a per-process
+ * random nonce, ":", the span's index. A client string cannot collide with
+ * it by accident. */
+static char bulk_prefix[32];
+static size_t bulk_prefix_len;
+
+static void bulk_init(void)
+{
+    if (bulk_prefix_len)
+        return;
+    unsigned char r[8] = {0};
+    if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+        uint64_t t = fb_now_ns();
+        memcpy(r, &t, sizeof r);
+    }
+    bulk_prefix[0] = 0;
+    int n = snprintf(bulk_prefix + 1, sizeof bulk_prefix - 1, "fbbulk:%02x%02x%02x%02x%02x%02x%02x%02x:",
+                     r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7]);
+    bulk_prefix_len = 1 + (size_t)n;
+}
+
+/* The index of a placeholder string, or -1. */
+static long bulk_index(json_t *x)
+{
+    const char *s = json_string_value(x);
+    size_t l = json_string_length(x);
+    if (l <= bulk_prefix_len || memcmp(s, bulk_prefix, bulk_prefix_len))
+        return -1;
+    return strtol(s + bulk_prefix_len, NULL, 10);
+}
+
+static bool bulk_ok(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)p[i] < 0x20)
+            return false;
+    return utf8_valid((const unsigned char *)p, n);
+}
+
+/* Replace placeholders in the tree. Returns false if one is malformed. */
+static bool bulk_put_back(json_t *v, const char *line, const struct bulk_span *sp, size_t nsp,
+                          unsigned depth)
+{
+    if (depth > 4096)
+        return true;
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x)
+        {
+            if (json_is_string(x)) {
+                long i = bulk_index(x);
+                if (i >= (long)nsp)
+                    return false;
+                if (i >= 0)
+                    json_object_set_new(v, k, json_stringn_nocheck(line + sp[i].off, sp[i].len));
+            } else if (!bulk_put_back(x, line, sp, nsp, depth + 1)) {
+                return false;
+            }
+        }
+    } else if (json_is_array(v)) {
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x)
+        {
+            if (json_is_string(x)) {
+                long k = bulk_index(x);
+                if (k >= (long)nsp)
+                    return false;
+                if (k >= 0)
+                    json_array_set_new(v, i, json_stringn_nocheck(line + sp[k].off, sp[k].len));
+            } else if (!bulk_put_back(x, line, sp, nsp, depth + 1)) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Parse line, cutting big plain strings out first. NULL with jerr set on
+ * a parse error. */
+static json_t *load_line(const char *line, size_t len, json_error_t *jerr)
+{
+    const size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL;
+    struct bulk_span sp[MAX_SPANS];
+    size_t nsp = 0;
+    if (len >= proto_bulk_min) {
+        size_t i = 0;
+        while (i < len && nsp < MAX_SPANS) {
+            const char *q = memchr(line + i, '"', len - i);
+            if (!q)
+                break;
+            size_t start = (size_t)(q - line) + 1, j = start;
+            bool plain = true;
+            for (;;) {
+                const char *q2 = memchr(line + j, '"', len - j);
+                const char *bs = memchr(line + j, '\\', q2 ? (size_t)(q2 - (line + j)) : len - j);
+                if (bs) {
+                    plain = false;
+                    j = (size_t)(bs - line) + 2; /* skip the escaped character */
+                    if (j >= len)
+                        break;
+                    continue;
+                }
+                j = q2 ? (size_t)(q2 - line) : len;
+                break;
+            }
+            if (j >= len)
+                break; /* unterminated: jansson reports it */
+            size_t n = j - start;
+            /* A string followed by ':' is a key: keys stay as they are. */
+            size_t after = j + 1;
+            while (after < len && (line[after] == ' ' || line[after] == '\t' ||
+                                   line[after] == '\r' || line[after] == '\n'))
+                after++;
+            bool key = after < len && line[after] == ':';
+            if (plain && !key && n >= proto_bulk_min) {
+                if (!bulk_ok(line + start, n))
+                    break; /* let jansson produce the error */
+                sp[nsp].off = start;
+                sp[nsp].len = n;
+                nsp++;
+            }
+            i = j + 1;
+        }
+    }
+    if (!nsp)
+        return json_loadb(line, len, flags, jerr);
+    bulk_init();
+    struct fb_buf b = {0};
+    size_t at = 0;
+    for (size_t k = 0; k < nsp; k++) {
+        char tag[64];
+        int tl = snprintf(tag, sizeof tag, "\\u0000%s%zu", bulk_prefix + 1, k);
+        buf_append(&b, line + at, sp[k].off - at);
+        buf_append(&b, tag, (size_t)tl);
+        at = sp[k].off + sp[k].len;
+    }
+    buf_append(&b, line + at, len - at);
+    json_t *root = json_loadb(buf_head(&b), buf_pending(&b), flags, jerr);
+    buf_free(&b);
+    if (root && !bulk_put_back(root, line, sp, nsp, 0)) {
+        json_decref(root);
+        root = NULL;
+        snprintf(jerr->text, sizeof jerr->text, "malformed request");
+        jerr->column = 0;
+    }
+    return root;
+}
+
 int proto_parse_request(const char *line, size_t len, struct proto_req *req, struct proto_err *e)
 {
     memset(req, 0, sizeof *req);
     json_error_t jerr;
-    /* Depth is bounded by jansson itself; NUL in strings is refused. */
-    /* NUL inside strings is valid JSON: accepted here, refused per
-     * parameter (pget_str) where a C string is needed. */
-    json_t *root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    /* Depth is bounded by jansson itself. NUL inside strings is valid JSON:
+     * accepted here, refused per parameter (pget_str) where a C string is
+     * needed. */
+    json_t *root = load_line(line, len, &jerr);
     if (!root)
         return perr_set(e, "parse_error", "invalid JSON at column %d: %s", jerr.column, jerr.text);
     req->root = root;

@@ -53,6 +53,9 @@ struct proto_req {
  * caller echoes it) and req->root must still be freed with proto_req_free. */
 int proto_parse_request(const char *line, size_t len, struct proto_req *req, struct proto_err *e);
 void proto_req_free(struct proto_req *req);
+/* Strings at least this long without escapes skip jansson's lexer (a speed
+ * matter only; the fuzz target lowers it to compare both paths). */
+extern size_t proto_bulk_min;
 /* The id of a request from the first bytes of its line, when the line
  * starts with {"id": and a string without escapes or an integer (how the
  * clients write them): used to answer a line too long to parse. New
