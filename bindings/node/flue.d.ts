@@ -93,6 +93,8 @@ export declare class FlueboxSandbox implements FlueSandbox {
   readonly workspace: string | null;
   /** The current fluebox session (replaced after the sandbox dies). */
   readonly session: Session | null;
+  /** The session label ("flue:" + id + options hash) used to find it again. */
+  readonly label: string;
   cwd: string;
   resolvePath(p: string): string;
   exec(command: string, options?: FlueExecOptions): Promise<ShellResult>;

@@ -25,6 +25,7 @@ module.exports = {
   ShuttingDownError: errors.ShuttingDownError,
   ProtocolError: errors.ProtocolError,
   FileSystemError: errors.FileSystemError,
+  CommitError: errors.CommitError,
   defaultSocketPath: server.defaultSocketPath,
   findBinary: server.findBinary,
   version,

@@ -60,11 +60,16 @@ export interface SessionOptions extends Limits {
   options?: string[];
   /** `false`: never take a sandbox from the warm pool. */
   pool?: boolean;
+  /** Free text (up to 256 bytes), echoed in the info object; listSessions can filter on it. */
+  label?: string | null;
 }
 
 export interface SessionInfo {
   session: string;
+  label: string | null;
   state: 'ready' | 'dead';
+  /** Why the session is dead (state "dead"). */
+  reason?: string;
   profile: string;
   pooled: boolean;
   workspace: string | null;
@@ -161,6 +166,47 @@ export interface Stat {
   isSymbolicLink: boolean;
 }
 
+export interface WorkspaceChange {
+  path: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed';
+  type: 'file' | 'symlink' | 'dir';
+  /** renamed: the old path. */
+  from?: string;
+  mode?: string;
+  old_mode?: string;
+  size?: number;
+  old_size?: number;
+  content_changed?: boolean;
+  binary?: boolean;
+  lines_added?: number;
+  lines_removed?: number;
+  /** Unified diff hunks of a text file. */
+  diff?: string;
+  diff_omitted?: string;
+  target?: string;
+  old_target?: string;
+  path_not_utf8?: boolean;
+  [k: string]: unknown;
+}
+
+export interface WorkspaceDiff {
+  workspace: string;
+  changes: WorkspaceChange[];
+  counts: { added: number; modified: number; deleted: number; renamed: number };
+  skipped: string[];
+  upper_full: boolean;
+  [k: string]: unknown;
+}
+
+export interface CommitResult {
+  committed: boolean;
+  applied: number;
+  conflicts: { path: string; reason: string }[];
+  error: string | null;
+  reason: string | null;
+  [k: string]: unknown;
+}
+
 export interface DirEntry {
   name: string;
   type: FileType | 'unknown';
@@ -178,7 +224,8 @@ export declare class Fluebox {
   createSession(options?: SessionOptions): Promise<Session>;
   /** A handle on an existing session (no request is made). */
   session(id: string): Session;
-  listSessions(): Promise<SessionInfo[]>;
+  /** The caller's sessions, oldest first; `label` keeps those with exactly that label. */
+  listSessions(options?: { label?: string }): Promise<SessionInfo[]>;
   /** Sends any protocol request; resolves with its result object. */
   request(method: string, params?: Record<string, unknown>, onEvent?: (msg: Record<string, unknown>) => void): Promise<Record<string, any>>;
   /** Closes the connection; stops the private server if this client started one. */
@@ -221,12 +268,14 @@ export declare class Session {
   rm(path: string, options?: { recursive?: boolean; force?: boolean }): Promise<boolean>;
   rename(from: string, to: string, options?: { overwrite?: boolean }): Promise<void>;
 
-  /** Copy-on-write sessions: the changes relative to the host workspace. */
-  diff(params?: Record<string, unknown>): Promise<Record<string, any>>;
-  /** Applies the changes (all, or `paths`) to the host workspace. */
-  commit(params?: { paths?: string[]; force?: boolean; [k: string]: unknown }): Promise<Record<string, any>>;
+  /** Copy-on-write sessions (cow: true): the changes relative to the host workspace. */
+  diff(options?: { format?: 'json'; diffs?: boolean; paths?: string[] }): Promise<WorkspaceDiff>;
+  diff(options: { format: 'patch'; paths?: string[] }): Promise<{ patch: string | Buffer; encoding: 'utf8' | 'base64'; upper_full: boolean }>;
+  /** Applies the changes (all, or `paths`) to the host workspace; rejects
+   * with CommitError when anything stopped it (conflicts: nothing applied). */
+  commit(options?: { paths?: string[]; force?: boolean }): Promise<CommitResult>;
   /** Discards the changes. */
-  reset(params?: Record<string, unknown>): Promise<Record<string, any>>;
+  reset(): Promise<{ reset: true }>;
 }
 
 export declare class ExecStream<T extends string | Buffer = string> implements AsyncIterable<OutputChunk<T>> {
@@ -280,6 +329,15 @@ export declare class ProtocolError extends FlueboxError {}
 export declare class FileSystemError extends FlueboxError {
   /** Negative errno, as in Node's fs errors. */
   readonly errno?: number;
+}
+
+/** workspace.commit did not apply everything: code "commit_conflict"
+ * (nothing applied; see `conflicts`) or "commit_failed" (`applied` changes
+ * were made before an error). */
+export declare class CommitError extends FlueboxError {
+  readonly conflicts: { path: string; reason: string }[];
+  readonly applied: number;
+  readonly result: CommitResult;
 }
 
 /** The socket a client uses when none is given (FLUEBOX_SOCKET, XDG_RUNTIME_DIR, ...). */

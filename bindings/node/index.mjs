@@ -20,6 +20,7 @@ export const {
   ShuttingDownError,
   ProtocolError,
   FileSystemError,
+  CommitError,
   defaultSocketPath,
   findBinary,
   version,

@@ -11,6 +11,7 @@ const crypto = require('node:crypto');
 const { Connection } = require('./connection.cjs');
 const { defaultSocketPath, PrivateServer } = require('./server.cjs');
 const {
+  CommitError,
   ConnectionError,
   FlueboxError,
   SandboxDiedError,
@@ -28,7 +29,7 @@ const STREAM_LOW = 1024 * 1024;
 const SESSION_KEYS = new Set([
   'profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
   'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'ttlMs', 'idleTimeoutMs',
-  'options', 'pool',
+  'options', 'pool', 'label',
 ]);
 const LIMIT_KEYS = ['memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs'];
 const EXEC_KEYS = new Set(['cwd', 'env', 'stdin', 'timeoutMs', 'signal', 'encoding', 'maxOutputBytes', 'execId']);
@@ -68,7 +69,7 @@ function sessionParams(opts) {
   for (const k of LIMIT_KEYS) if (opts[k] !== undefined) limits[k] = opts[k];
   if (limits.timeoutMs !== undefined) limits.timeoutMs = ceilMs(limits.timeoutMs, 'timeoutMs');
   if (Object.keys(limits).length) p.limits = limits;
-  for (const k of ['profile', 'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'options', 'pool']) {
+  for (const k of ['profile', 'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'options', 'pool', 'label']) {
     if (opts[k] !== undefined) p[k] = opts[k];
   }
   if (opts.ttlMs !== undefined) p.ttlMs = ceilMs(opts.ttlMs, 'ttlMs');
@@ -165,8 +166,10 @@ class Fluebox {
     return new Session(this, id, null);
   }
 
-  async listSessions() {
-    const r = await this.request('session.list', {});
+  /** The caller's sessions (info objects), oldest first; `label` filters. */
+  async listSessions(opts = {}) {
+    checkKeys(opts, new Set(['label']), 'listSessions');
+    const r = await this.request('session.list', opts.label !== undefined ? { label: opts.label } : {});
     return r.sessions || [];
   }
 
@@ -223,7 +226,7 @@ class Session {
     if (opts.cwd !== undefined) p.cwd = opts.cwd;
     if (opts.env !== undefined) p.env = opts.env;
     if (opts.stdin !== undefined && opts.stdin !== null) {
-      if (typeof opts.stdin === 'string' && !opts.stdin.includes('\0')) p.stdin = opts.stdin;
+      if (typeof opts.stdin === 'string') p.stdin = opts.stdin;
       else { p.stdin = toBytes(opts.stdin).toString('base64'); p.stdinEncoding = 'base64'; }
     }
     const t = ceilMs(opts.timeoutMs, 'timeoutMs');
@@ -340,7 +343,7 @@ class Session {
     if (opts.mode !== undefined) base.mode = opts.mode;
     if (opts.exclusive) base.exclusive = true;
     let append = !!opts.append;
-    if (typeof data === 'string' && data.length <= WRITE_CHUNK / 3 && !data.includes('\0')) {
+    if (typeof data === 'string' && data.length <= WRITE_CHUNK / 3) {
       const r = await this._req('file.write', { ...base, data, encoding: 'utf8', append });
       return r.bytesWritten;
     }
@@ -412,13 +415,35 @@ class Session {
     await this._req('file.rename', params);
   }
 
-  /** Copy-on-write workspaces (session.create { cow: true }): the changes
-   * made in the sandbox, relative to the host directory. */
-  diff(opts = {}) { return this._req('workspace.diff', { ...opts }); }
-  /** Applies the changes (all, or `paths`) to the host directory. */
-  commit(opts = {}) { return this._req('workspace.commit', { ...opts }); }
-  /** Discards the changes. */
-  reset(opts = {}) { return this._req('workspace.reset', { ...opts }); }
+  /**
+   * Copy-on-write sessions (createSession({ workspace, cow: true })): the
+   * changes made in the sandbox relative to the host directory.
+   * `format: 'json'` (default) gives { changes, counts, skipped, upper_full }
+   * as the server sends it; `format: 'patch'` gives { patch } (a string that
+   * `git apply` accepts; a Buffer when the patch is not UTF-8).
+   */
+  async diff(opts = {}) {
+    checkKeys(opts, new Set(['format', 'diffs', 'paths']), 'diff');
+    const r = await this._req('workspace.diff', { ...opts });
+    if (r.encoding === 'base64' && typeof r.patch === 'string') r.patch = Buffer.from(r.patch, 'base64');
+    return r;
+  }
+
+  /**
+   * Applies the changes (all, or `paths`) to the host directory. Resolves
+   * with the server's result when every selected change was applied;
+   * rejects with a CommitError (code "commit_conflict" with `conflicts`, or
+   * "commit_failed") otherwise. `force: true` applies despite conflicts.
+   */
+  async commit(opts = {}) {
+    checkKeys(opts, new Set(['paths', 'force']), 'commit');
+    const r = await this._req('workspace.commit', { ...opts });
+    if (r.committed === false) throw new CommitError(r);
+    return r;
+  }
+
+  /** Discards the changes: /workspace shows the host directory again. */
+  async reset() { return this._req('workspace.reset', {}); }
 }
 
 class ExecStream {

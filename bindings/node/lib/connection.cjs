@@ -8,11 +8,9 @@
 // keeps the Node.js process alive.
 
 const net = require('node:net');
-const { ConnectionError, InvalidParamsError, ProtocolError, TooLargeError, fromWire } = require('./errors.cjs');
+const { ConnectionError, ProtocolError, TooLargeError, fromWire } = require('./errors.cjs');
 
 const NL = 0x0a;
-// A JSON-escaped NUL (an odd number of backslashes, then u0000).
-const ESCAPED_NUL = /(?:^|[^\\])(?:\\\\)*\\u0000/;
 // The server's default request line limit (server.info limits.maxMessageBytes).
 const DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024;
 
@@ -96,12 +94,7 @@ class Connection {
       return { id, promise };
     }
     const line = JSON.stringify({ id, method, params: params || {} }) + '\n';
-    // The server answers a line it cannot read with `"id": null`, which no
-    // pending request can be matched to; refuse such lines here instead.
-    if (ESCAPED_NUL.test(line)) {
-      entry.reject(new InvalidParamsError('strings sent to fluebox (paths, arguments, environment) must not contain NUL characters', { param: 'params' }));
-      return { id, promise };
-    }
+    // Not worth sending a line the server would only skip.
     if (Buffer.byteLength(line) > this.maxMessageBytes) {
       entry.reject(new TooLargeError(`request of ${Buffer.byteLength(line)} bytes is larger than the server's message limit (${this.maxMessageBytes})`));
       return { id, promise };

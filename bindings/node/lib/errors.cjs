@@ -87,6 +87,20 @@ class FileSystemError extends FlueboxError {
   }
 }
 
+/** workspace.commit applied nothing (conflicts) or stopped half way. The
+ * server's result is in `result`; `conflicts` lists { path, reason }. */
+class CommitError extends FlueboxError {
+  constructor(result) {
+    const conflicts = Array.isArray(result.conflicts) ? result.conflicts : [];
+    super(conflicts.length && !result.error ? 'commit_conflict' : 'commit_failed',
+      result.reason || result.error || 'the changes were not committed');
+    this.name = 'CommitError';
+    this.conflicts = conflicts;
+    this.applied = result.applied || 0;
+    this.result = result;
+  }
+}
+
 const BY_CODE = {
   not_found: NotFoundError,
   invalid_params: InvalidParamsError,
@@ -139,6 +153,7 @@ module.exports = {
   ShuttingDownError,
   ProtocolError,
   FileSystemError,
+  CommitError,
   fromWire,
   abortError,
 };

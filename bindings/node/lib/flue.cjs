@@ -103,6 +103,11 @@ function dirNameFor(id) {
   return `${clean}-${h}`;
 }
 
+/** Sessions are reused only when they were made with the same options. */
+function optionsHash(sessionOpts, workspace, cwd) {
+  return crypto.createHash('sha256').update(JSON.stringify([sessionOpts, workspace, cwd])).digest('hex').slice(0, 12);
+}
+
 // Clients shared by every factory of this process, keyed by how they connect:
 // Flue builds a new factory on every render, so nothing may be per-factory.
 const clients = new Map();
@@ -172,7 +177,8 @@ function fluebox(options = {}) {
       if (cached) return cached;
       if (workspace) fs.mkdirSync(workspace, { recursive: true, mode: 0o755 });
       const getClient = o.client ? () => Promise.resolve(o.client) : () => connectShared(connectOpts);
-      const sb = new FlueboxSandbox({ getClient, sessionOpts, workspace, cwd, shell: o.shell, reuse: o.reuse !== false, id: String(id) });
+      const label = `flue:${dirNameFor(String(id))}:${optionsHash(sessionOpts, workspace, cwd)}`;
+      const sb = new FlueboxSandbox({ getClient, sessionOpts, workspace, cwd, shell: o.shell, reuse: o.reuse !== false, id: String(id), label });
       await sb._ensure('createSandbox');
       if (!o.client) sandboxes.set(key, sb);
       return sb;
@@ -183,7 +189,7 @@ function fluebox(options = {}) {
 }
 
 class FlueboxSandbox {
-  constructor({ getClient, sessionOpts, workspace, cwd, shell, reuse, id }) {
+  constructor({ getClient, sessionOpts, workspace, cwd, shell, reuse, id, label }) {
     this._getClient = getClient;
     this._sessionOpts = sessionOpts;
     this._reuse = reuse;
@@ -197,6 +203,9 @@ class FlueboxSandbox {
     this.workspace = workspace;
     /** The working directory inside the sandbox. */
     this.cwd = cwd;
+    /** The session label that finds this sandbox's session again (for
+     * example after the application restarts while the server runs on). */
+    this.label = label;
   }
 
   /** The current fluebox session (a native surface beyond Flue's verbs). */
@@ -213,13 +222,15 @@ class FlueboxSandbox {
       this._starting = (async () => {
         try {
           const fb = await this._getClient();
+          const old = this._session;
+          if (old && old.dead && !old.fluebox.closed) old.destroy().catch(() => {}); // a dead init stays listed until destroyed
           let s = null;
-          if (this._reuse && this.workspace) {
-            const list = await fb.listSessions();
-            const mine = list.filter((i) => i.workspace === this.workspace && i.state === 'ready' && i.cwd === this.cwd);
+          if (this._reuse) {
+            const list = await fb.listSessions({ label: this.label });
+            const mine = list.filter((i) => i.state === 'ready' && i.workspace === this.workspace && i.cwd === this.cwd);
             if (mine.length) s = fb.session(mine[mine.length - 1].session);
           }
-          if (!s) s = await fb.createSession({ ...this._sessionOpts, workspace: this.workspace, cwd: this.cwd });
+          if (!s) s = await fb.createSession({ ...this._sessionOpts, workspace: this.workspace, cwd: this.cwd, label: this.label });
           this._session = s;
           this._shellArgv = undefined;
           return s;
@@ -284,8 +295,12 @@ class FlueboxSandbox {
     let exitCode = r.exitCode;
     if (r.timedOut) {
       exitCode = 124;
-      if (stderr && !stderr.endsWith('\n')) stderr += '\n';
-      stderr += `fluebox: command timed out after ${timeoutMs} ms and was killed\n`;
+      // The server adds "fluebox: the command timed out after N ms and was
+      // killed"; older servers did not.
+      if (!/timed out after/.test(stderr)) {
+        if (stderr && !stderr.endsWith('\n')) stderr += '\n';
+        stderr += `fluebox: the command timed out after ${timeoutMs} ms and was killed\n`;
+      }
     }
     if (r.stdoutTruncated || r.stderrTruncated) {
       if (stderr && !stderr.endsWith('\n')) stderr += '\n';

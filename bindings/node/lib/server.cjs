@@ -4,16 +4,15 @@
 // The default socket follows the rule of docs/protocol.md section 1 (the
 // same rule the server and the CLI use). A private server gets a socket in a
 // fresh 0700 directory, runs as a child of this process, and is stopped when
-// the client closes or the process exits; where setpriv(1) exists it is
-// started with a parent-death signal, so it also goes away if this process
-// is killed with SIGKILL.
+// the client closes or the process exits (and, through --exit-with-parent,
+// when this process is killed).
 
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Connection } = require('./connection.cjs');
-const { ConnectionError, FlueboxError } = require('./errors.cjs');
+const { FlueboxError } = require('./errors.cjs');
 
 function ownedDir(p, uid) {
   try {
@@ -80,49 +79,44 @@ function installExitHook() {
   });
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
 class PrivateServer {
   /**
-   * Starts `fluebox serve --socket DIR/fluebox.sock ARGS...` and resolves
-   * once the socket accepts connections, with the first Connection.
+   * Starts `fluebox serve --socket DIR/fluebox.sock --exit-with-parent
+   * --ready-fd 3 ARGS...` and resolves once it has written "ready" (its
+   * socket listens), with the first Connection.
    */
   static async start({ binary, serverArgs = [], startTimeoutMs = 20000, env } = {}) {
     const bin = findBinary(binary, env || process.env);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fluebox-client-'));
     fs.chmodSync(dir, 0o700);
     const socket = path.join(dir, 'fluebox.sock');
-    const args = ['serve', '--socket', socket, ...serverArgs];
-    const setpriv = which('setpriv');
-    const [cmd, argv] = setpriv
-      ? [setpriv, ['--pdeathsig', 'TERM', '--', bin, ...args]]
-      : [bin, args];
-    const child = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'], env: env || process.env });
+    // --exit-with-parent: the server shuts down cleanly when this process
+    // dies, however it dies (SIGKILL included).
+    const args = ['serve', '--socket', socket, '--exit-with-parent', '--ready-fd', '3', ...serverArgs];
+    const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe'], env: env || process.env });
     const server = new PrivateServer(child, dir, socket, bin);
-    const deadline = Date.now() + startTimeoutMs;
-    let delay = 5;
-    for (;;) {
-      if (server.exited) {
-        server._cleanup();
-        throw new FlueboxError(
-          'server_failed',
-          `fluebox serve exited (${server.exitDescription()}) before it was ready${server.stderrText() ? ': ' + server.stderrText() : ''}`,
-        );
-      }
-      if (fs.existsSync(socket)) {
-        try {
-          const conn = await Connection.open(socket, { timeoutMs: 2000 });
-          return { server, conn };
-        } catch (e) {
-          if (!(e instanceof ConnectionError)) throw e;
-        }
-      }
-      if (Date.now() > deadline) {
-        await server.stop();
-        throw new FlueboxError('server_failed', `fluebox serve did not accept connections on ${socket} within ${startTimeoutMs} ms${server.stderrText() ? ': ' + server.stderrText() : ''}`);
-      }
-      await sleep(delay);
-      delay = Math.min(delay * 2, 100);
+    const ready = await new Promise((resolve) => {
+      let got = '';
+      const timer = setTimeout(() => resolve('timeout'), startTimeoutMs);
+      const done = (v) => { clearTimeout(timer); resolve(v); };
+      child.stdio[3].on('data', (b) => { got += b; if (got.includes('ready\n')) done('ready'); });
+      child.stdio[3].on('error', () => {});
+      child.once('exit', () => done('exited'));
+    });
+    child.stdio[3].destroy();
+    if (ready !== 'ready') {
+      if (!server.exited) await server.stop();
+      else server._cleanup();
+      await server.waitExit(1000);
+      const why = ready === 'timeout' ? `did not become ready within ${startTimeoutMs} ms` : `exited (${server.exitDescription()}) before it was ready`;
+      throw new FlueboxError('server_failed', `fluebox serve ${why}${server.stderrText() ? ': ' + server.stderrText() : ''}`);
+    }
+    try {
+      const conn = await Connection.open(socket, { timeoutMs: 5000 });
+      return { server, conn };
+    } catch (e) {
+      await server.stop();
+      throw e;
     }
   }
 

@@ -157,8 +157,10 @@ describe('exec', () => {
   });
 
   test('fractional timeouts round up, never down', async () => {
-    const r = await s.exec('true', { timeoutMs: 0.2 });
-    assert.equal(r.exitCode, 0); // 0.2 ms became 1 ms, not 0 (= no timeout) or a refusal
+    // 0.2 ms becomes 1 ms, so the command is killed; rounded down to 0 it
+    // would mean "no timeout" and sleep would finish.
+    const r = await s.exec('sleep 2', { timeoutMs: 0.2 });
+    assert.equal(r.exitCode, 124);
     await assert.rejects(s.exec('true', { timeoutMs: -1 }), TypeError);
   });
 
@@ -311,14 +313,14 @@ describe('files', () => {
 });
 
 describe('NUL characters', () => {
-  test('in a path, argv or env: InvalidParamsError before sending; the connection stays usable', async () => {
-    await assert.rejects(s.readFile('a\0b'), InvalidParamsError);
-    await assert.rejects(s.exec(['echo', 'a\0b']), InvalidParamsError);
-    await assert.rejects(s.exec('true', { env: { A: '\0' } }), InvalidParamsError);
+  test('in a path, argv or env: InvalidParamsError naming the param; the connection stays usable', async () => {
+    await assert.rejects(s.readFile('a\0b'), (e) => e instanceof InvalidParamsError && e.param === 'path');
+    await assert.rejects(s.exec(['echo', 'a\0b']), (e) => e instanceof InvalidParamsError && /argv/.test(e.param));
+    await assert.rejects(s.exec('true', { env: { A: '\0' } }), (e) => e instanceof InvalidParamsError && /env/.test(e.param));
     assert.equal((await s.exec('echo fine')).stdout, 'fine\n');
   });
 
-  test('in file data and stdin: sent as bytes, round trip intact', async () => {
+  test('in file data and stdin: kept, round trip intact', async () => {
     await s.writeFile('/tmp/nul.txt', 'a\0b');
     assert.deepEqual([...(await s.readFileBuffer('/tmp/nul.txt'))], [97, 0, 98]);
     const r = await s.exec(['od', '-An', '-c'], { stdin: 'x\0y' });
@@ -326,17 +328,29 @@ describe('NUL characters', () => {
   });
 });
 
-describe('workspace (copy-on-write)', () => {
-  test('diff, commit and reset are exposed (not_supported until the server has them)', async () => {
-    for (const m of ['diff', 'commit', 'reset']) {
-      try {
-        const r = await s[m]();
-        assert.equal(typeof r, 'object');
-      } catch (e) {
-        assert.ok(e instanceof FlueboxError, String(e));
-        assert.ok(['not_supported', 'invalid_params'].includes(e.code) || e instanceof NotSupportedError, e.code);
-      }
+describe('labels', () => {
+  test('a label is echoed in the info object and filters listSessions', async () => {
+    const a = await fb.createSession({ label: 'agent-a' });
+    const b = await fb.createSession({ label: 'agent-b' });
+    try {
+      assert.equal(a.createInfo.label, 'agent-a');
+      assert.deepEqual((await fb.listSessions({ label: 'agent-a' })).map((i) => i.session), [a.id]);
+      assert.deepEqual((await fb.listSessions({ label: 'nobody' })), []);
+      assert.ok((await fb.listSessions()).length >= 3);
+      await assert.rejects(fb.listSessions({ lable: 'x' }), TypeError);
+    } finally {
+      await a.destroy();
+      await b.destroy();
     }
+  });
+});
+
+describe('workspace methods without cow', () => {
+  test('diff, commit and reset answer NotSupportedError on a session without cow', async () => {
+    await assert.rejects(s.diff(), NotSupportedError);
+    await assert.rejects(s.commit(), NotSupportedError);
+    await assert.rejects(s.reset(), NotSupportedError);
+    await assert.rejects(s.diff({ fromat: 'patch' }), TypeError);
   });
 });
 

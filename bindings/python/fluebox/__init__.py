@@ -15,6 +15,7 @@ from .aio import AsyncExecStream, AsyncFluebox, AsyncSession
 from .client import Cancelled, ExecStream, Fluebox, Session
 from .errors import (
     BinaryNotFound,
+    CommitError,
     ConnectionClosed,
     FileSystemError,
     FlueboxError,
@@ -62,6 +63,7 @@ __all__ = [
     "BinaryNotFound",
     "ServerFailed",
     "FileSystemError",
+    "CommitError",
     "default_socket_path",
     "find_binary",
     "__version__",

@@ -3,19 +3,29 @@ mapping from keyword arguments to protocol parameters, the default socket
 path, finding the binary and starting a private server."""
 
 import base64
-import ctypes
 import math
 import os
 import secrets
 import shutil
-import signal as _signal
 import stat as _stat
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from .errors import BinaryNotFound
+from .errors import BinaryNotFound, FlueboxError, TooLarge
+
+# The server's default request line limit (server.info limits.maxMessageBytes).
+DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024
+
+
+def check_line(line: str, limit: int) -> Optional[FlueboxError]:
+    """Not worth sending a line the server would only skip."""
+    n = len(line.encode("utf-8")) if len(line) * 4 > limit else len(line)
+    if n > limit:
+        return TooLarge("request of %d bytes is larger than the server's message limit (%d)" % (n, limit))
+    return None
 
 # Data larger than this is written in several file.write requests (base64 of
 # 8 MiB stays well below the server's 16 MiB line limit).
@@ -179,6 +189,7 @@ def session_params(
     idle_timeout: Optional[float] = None,
     options: Optional[Sequence[str]] = None,
     pool: Optional[bool] = None,
+    label: Optional[str] = None,
 ) -> Dict[str, Any]:
     """session.create parameters. Durations are in seconds (``timeout`` is the
     default timeout of each exec; ``ttl`` and ``idle_timeout`` the session's)."""
@@ -217,6 +228,8 @@ def session_params(
         p["options"] = list(options)
     if pool is not None:
         p["pool"] = bool(pool)
+    if label is not None:
+        p["label"] = label
     return p
 
 
@@ -253,7 +266,7 @@ def exec_params(
         if isinstance(stdin, str):
             p["stdin"] = stdin
         else:
-            p["stdin"] = base64.b64encode(bytes(stdin)).decode("ascii")
+            p["stdin"] = base64.b64encode(to_bytes(stdin)).decode("ascii")
             p["stdinEncoding"] = "base64"
     t = ceil_ms(timeout, timeout_ms)
     if t is not None:
@@ -264,6 +277,32 @@ def exec_params(
     p["execId"] = exec_id or new_exec_id()
     if stream:
         p["stream"] = True
+    return p
+
+
+def diff_params(format: str, diffs: bool, paths) -> Dict[str, Any]:
+    if format not in ("json", "patch"):
+        raise ValueError('format must be "json" or "patch"')
+    p: Dict[str, Any] = {"format": format}
+    if format == "json" and not diffs:
+        p["diffs"] = False
+    if paths is not None:
+        p["paths"] = [paths] if isinstance(paths, str) else list(paths)
+    return p
+
+
+def diff_result(r: Dict[str, Any]) -> Dict[str, Any]:
+    if r.get("encoding") == "base64" and isinstance(r.get("patch"), str):
+        r["patch"] = base64.b64decode(r["patch"])
+    return r
+
+
+def commit_params(paths, force: bool) -> Dict[str, Any]:
+    p: Dict[str, Any] = {}
+    if paths is not None:
+        p["paths"] = [paths] if isinstance(paths, str) else list(paths)
+    if force:
+        p["force"] = True
     return p
 
 
@@ -350,37 +389,80 @@ def find_binary(binary: Optional[str] = None, env: Optional[Mapping[str, str]] =
                          "argument, FLUEBOX_BIN nor PATH names a fluebox executable")
 
 
-def _set_pdeathsig():  # runs in the child between fork and exec
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(_signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 class PrivateServerProcess:
-    """A `fluebox serve` child on a socket in a fresh 0700 directory. It gets
-    SIGTERM when this process dies (PR_SET_PDEATHSIG), when stop() is called,
-    and at interpreter exit."""
+    """A `fluebox serve` child on a socket in a fresh 0700 directory, started
+    with --exit-with-parent (it shuts down cleanly when the thread that
+    started it, or this process, dies) and --ready-fd (it says when its
+    socket listens). Also stopped by stop() and at interpreter exit."""
 
     def __init__(self, binary: Optional[str] = None, server_args: Sequence[str] = (),
                  env: Optional[Mapping[str, str]] = None):
+        self.ready_fd = -1
         self.binary = find_binary(binary, env)
         self.dir = tempfile.mkdtemp(prefix="fluebox-client-")
         os.chmod(self.dir, 0o700)
         self.socket = os.path.join(self.dir, "fluebox.sock")
         self._stderr_path = os.path.join(self.dir, "server.log")
         self._stderr = open(self._stderr_path, "wb")
-        self.proc = subprocess.Popen(
-            [self.binary, "serve", "--socket", self.socket] + list(server_args),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=self._stderr,
-            env=dict(env) if env is not None else None,
-            preexec_fn=_set_pdeathsig,
-            close_fds=True,
-        )
+        rfd, wfd = os.pipe()
+        try:
+            self.proc = subprocess.Popen(
+                [self.binary, "serve", "--socket", self.socket, "--exit-with-parent",
+                 "--ready-fd", str(wfd)] + list(server_args),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
+                env=dict(env) if env is not None else None,
+                pass_fds=(wfd,),
+            )
+        except BaseException:
+            os.close(rfd)
+            os.close(wfd)
+            self._cleanup()
+            raise
+        os.close(wfd)
+        self.ready_fd = rfd  # reads "ready\n", or EOF if the server exits first
         _live.add(self)
+
+    def read_ready(self, timeout: float) -> bool:
+        """Waits for the server's "ready" line (blocking, with a timeout)."""
+        import select
+
+        buf = b""
+        end = time.monotonic() + timeout
+        try:
+            while b"ready\n" not in buf:
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                r, _, _ = select.select([self.ready_fd], [], [], left)
+                if not r:
+                    return False
+                chunk = os.read(self.ready_fd, 64)
+                if not chunk:
+                    return False
+                buf += chunk
+            return True
+        finally:
+            self.close_ready_fd()
+
+    def close_ready_fd(self) -> None:
+        if self.ready_fd >= 0:
+            os.close(self.ready_fd)
+            self.ready_fd = -1
+
+    def failure(self, timeout: float) -> "FlueboxError":
+        from .errors import ServerFailed
+
+        if self.proc.poll() is None:
+            why = "did not become ready within %.0f s" % timeout
+            self.proc.kill()
+            self.proc.wait()
+        else:
+            why = "exited (%s) before it was ready" % self.exit_description()
+        tail = self.stderr_text()
+        self._cleanup()
+        return ServerFailed("fluebox serve %s%s" % (why, ": " + tail if tail else ""))
 
     @property
     def pid(self) -> int:
@@ -414,6 +496,7 @@ class PrivateServerProcess:
 
     def _cleanup(self) -> None:
         _live.discard(self)
+        self.close_ready_fd()
         try:
             self._stderr.close()
         except OSError:

@@ -20,13 +20,11 @@ Cancelling a task that awaits ``exec`` (``task.cancel()``,
 import asyncio
 import itertools
 import json
-import os
-import time
 from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Union
 
 from . import _common as C
 from ._common import Command, Data, DirEntry, ExecResult, OutputChunk, Stat
-from .errors import ConnectionClosed, FlueboxError, SandboxDiedError, ServerFailed, TooLarge, from_wire
+from .errors import CommitError, ConnectionClosed, FlueboxError, SandboxDiedError, TooLarge, from_wire
 
 __all__ = ["AsyncFluebox", "AsyncSession", "AsyncExecStream"]
 
@@ -57,6 +55,7 @@ class _AsyncConnection:
         self._closed = False
         self._close_error: Optional[FlueboxError] = None
         self.unmatched_errors: List[FlueboxError] = []
+        self.max_message_bytes = C.DEFAULT_MAX_MESSAGE
         self._task = asyncio.ensure_future(self._read_loop())
 
     @classmethod
@@ -79,10 +78,14 @@ class _AsyncConnection:
             raise self._close_error or ConnectionClosed("connection to fluebox closed")
         rid = next(self._ids)
         fut = asyncio.get_event_loop().create_future()
+        text = json.dumps({"id": rid, "method": method, "params": dict(params)},
+                          ensure_ascii=False, separators=(",", ":")) + "\n"
+        bad = C.check_line(text, self.max_message_bytes)
+        if bad is not None:
+            fut.set_exception(bad)
+            return rid, fut
         self._pending[rid] = _Pending(fut, on_event, flow)
-        line = (json.dumps({"id": rid, "method": method, "params": dict(params)},
-                           ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        self._writer.write(line)
+        self._writer.write(text.encode("utf-8"))
         self.reflow()
         asyncio.ensure_future(self._drain())
         return rid, fut
@@ -224,26 +227,14 @@ class AsyncFluebox:
                 if not auto_start:
                     raise
         srv = C.PrivateServerProcess(binary, server_args)
-        deadline = time.monotonic() + start_timeout
-        delay = 0.005
-        while True:
-            if srv.proc.poll() is not None:
-                srv._cleanup()
-                tail = srv.stderr_text()
-                raise ServerFailed("fluebox serve exited (%s) before it was ready%s"
-                                   % (srv.exit_description(), ": " + tail if tail else ""))
-            if os.path.exists(srv.socket):
-                try:
-                    return cls(await _AsyncConnection.open(srv.socket, connect_timeout), srv)
-                except ConnectionClosed:
-                    pass
-            if time.monotonic() > deadline:
-                tail = srv.stderr_text()
-                await asyncio.get_event_loop().run_in_executor(None, srv.stop)
-                raise ServerFailed("fluebox serve did not accept connections within %.0f s%s"
-                                   % (start_timeout, ": " + tail if tail else ""))
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.1)
+        loop = asyncio.get_event_loop()
+        if not await loop.run_in_executor(None, srv.read_ready, start_timeout):
+            raise await loop.run_in_executor(None, srv.failure, start_timeout)
+        try:
+            return cls(await _AsyncConnection.open(srv.socket, connect_timeout), srv)
+        except BaseException:
+            await loop.run_in_executor(None, srv.stop)
+            raise
 
     @property
     def closed(self) -> bool:
@@ -269,7 +260,11 @@ class AsyncFluebox:
         return await self._conn.request(method, params or {}, on_event)
 
     async def server_info(self) -> Dict[str, Any]:
-        return await self.request("server.info")
+        info = await self.request("server.info")
+        limit = (info.get("limits") or {}).get("maxMessageBytes")
+        if isinstance(limit, int) and limit > 0:
+            self._conn.max_message_bytes = limit
+        return info
 
     async def create_session(self, profile: Optional[str] = None, **options: Any) -> "AsyncSession":
         info = await self.request("session.create", C.session_params(profile, **options))
@@ -283,8 +278,9 @@ class AsyncFluebox:
     def attach(self, session_id: str) -> "AsyncSession":
         return AsyncSession(self, session_id, None)
 
-    async def list_sessions(self) -> List[Dict[str, Any]]:
-        return list((await self.request("session.list")).get("sessions") or [])
+    async def list_sessions(self, label: Optional[str] = None) -> List[Dict[str, Any]]:
+        params = {"label": label} if label is not None else {}
+        return list((await self.request("session.list", params)).get("sessions") or [])
 
 
 class _SessionContext:
@@ -484,14 +480,20 @@ class AsyncSession:
             params["overwrite"] = False
         await self._req("file.rename", **params)
 
-    async def diff(self, **params: Any) -> Dict[str, Any]:
-        return await self._req("workspace.diff", **params)
+    async def diff(self, *, format: str = "json", diffs: bool = True,
+                   paths: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+        """As Session.diff."""
+        return C.diff_result(await self._req("workspace.diff", **C.diff_params(format, diffs, paths)))
 
-    async def commit(self, **params: Any) -> Dict[str, Any]:
-        return await self._req("workspace.commit", **params)
+    async def commit(self, *, paths: Optional[Sequence[str]] = None, force: bool = False) -> Dict[str, Any]:
+        """As Session.commit (raises CommitError unless everything was applied)."""
+        r = await self._req("workspace.commit", **C.commit_params(paths, force))
+        if r.get("committed") is False:
+            raise CommitError(r)
+        return r
 
-    async def reset(self, **params: Any) -> Dict[str, Any]:
-        return await self._req("workspace.reset", **params)
+    async def reset(self) -> Dict[str, Any]:
+        return await self._req("workspace.reset")
 
 
 def _consume(fut: "asyncio.Future[Any]") -> None:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from . import _common as C
 from ._common import Command, Data, DirEntry, ExecResult, OutputChunk, Stat
-from .errors import ConnectionClosed, FlueboxError, NotFound, SandboxDiedError, ServerFailed, TooLarge, from_wire
+from .errors import CommitError, ConnectionClosed, FlueboxError, SandboxDiedError, TooLarge, from_wire
 
 __all__ = ["Fluebox", "Session", "ExecStream", "Cancelled"]
 
@@ -72,6 +72,7 @@ class _Connection:
         self._closed = False
         self._close_error: Optional[FlueboxError] = None
         self.unmatched_errors: List[FlueboxError] = []
+        self.max_message_bytes = C.DEFAULT_MAX_MESSAGE
         self._reader = threading.Thread(target=self._read_loop, name="fluebox-reader", daemon=True)
         self._reader.start()
 
@@ -82,8 +83,14 @@ class _Connection:
     def send(self, method: str, params: Mapping[str, Any], on_event=None, flow=None):
         rid = next(self._ids)
         p = _Pending(on_event, flow)
-        line = (json.dumps({"id": rid, "method": method, "params": dict(params)},
-                           ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        text = json.dumps({"id": rid, "method": method, "params": dict(params)},
+                          ensure_ascii=False, separators=(",", ":")) + "\n"
+        bad = C.check_line(text, self.max_message_bytes)
+        if bad is not None:
+            p.error = bad
+            p.done.set()
+            return rid, p
+        line = text.encode("utf-8")
         with self._lock:
             if self._closed:
                 raise self._close_error or ConnectionClosed("connection to fluebox closed")
@@ -241,28 +248,13 @@ class Fluebox:
                 if not auto_start:
                     raise
         srv = C.PrivateServerProcess(binary, server_args)
-        deadline = time.monotonic() + start_timeout
-        delay = 0.005
-        import os
-
-        while True:
-            if srv.proc.poll() is not None:
-                srv._cleanup()
-                tail = srv.stderr_text()
-                raise ServerFailed("fluebox serve exited (%s) before it was ready%s"
-                                   % (srv.exit_description(), ": " + tail if tail else ""))
-            if os.path.exists(srv.socket):
-                try:
-                    return cls(_Connection(srv.socket, connect_timeout), srv)
-                except ConnectionClosed:
-                    pass
-            if time.monotonic() > deadline:
-                tail = srv.stderr_text()
-                srv.stop()
-                raise ServerFailed("fluebox serve did not accept connections within %.0f s%s"
-                                   % (start_timeout, ": " + tail if tail else ""))
-            time.sleep(delay)
-            delay = min(delay * 2, 0.1)
+        if not srv.read_ready(start_timeout):
+            raise srv.failure(start_timeout)
+        try:
+            return cls(_Connection(srv.socket, connect_timeout), srv)
+        except BaseException:
+            srv.stop()
+            raise
 
     # -- lifecycle --
 
@@ -296,7 +288,11 @@ class Fluebox:
         return self._conn.request(method, params or {}, on_event)
 
     def server_info(self) -> Dict[str, Any]:
-        return self.request("server.info")
+        info = self.request("server.info")
+        limit = (info.get("limits") or {}).get("maxMessageBytes")
+        if isinstance(limit, int) and limit > 0:
+            self._conn.max_message_bytes = limit
+        return info
 
     def create_session(self, profile: Optional[str] = None, **options: Any) -> "Session":
         """Creates a session. Keyword arguments: memory, cpus, pids, disk,
@@ -315,8 +311,11 @@ class Fluebox:
         """A handle on an existing session (no request is made)."""
         return Session(self, session_id, None)
 
-    def list_sessions(self) -> List[Dict[str, Any]]:
-        return list(self.request("session.list").get("sessions") or [])
+    def list_sessions(self, label: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The caller's sessions (info objects), oldest first; ``label``
+        keeps those with exactly that label."""
+        params = {"label": label} if label is not None else {}
+        return list(self.request("session.list", params).get("sessions") or [])
 
 
 class Session:
@@ -516,17 +515,26 @@ class Session:
 
     # -- copy-on-write workspaces (session created with cow=True) --
 
-    def diff(self, **params: Any) -> Dict[str, Any]:
-        """The changes made in the sandbox relative to the host workspace."""
-        return self._req("workspace.diff", **params)
+    def diff(self, *, format: str = "json", diffs: bool = True,
+             paths: Optional[Sequence[str]] = None) -> Dict[str, Any]:
+        """The changes made in the sandbox relative to the host workspace
+        (sessions created with ``cow=True``). ``format="json"``: the server's
+        {changes, counts, skipped, upper_full}; ``format="patch"``:
+        {"patch": str (bytes if not UTF-8), ...} that ``git apply`` accepts."""
+        return C.diff_result(self._req("workspace.diff", **C.diff_params(format, diffs, paths)))
 
-    def commit(self, **params: Any) -> Dict[str, Any]:
-        """Applies the changes (all, or ``paths=[...]``) to the host directory."""
-        return self._req("workspace.commit", **params)
+    def commit(self, *, paths: Optional[Sequence[str]] = None, force: bool = False) -> Dict[str, Any]:
+        """Applies the changes (all, or ``paths``) to the host directory.
+        Raises CommitError (``conflicts``; nothing applied) unless every
+        selected change was applied; ``force=True`` applies despite conflicts."""
+        r = self._req("workspace.commit", **C.commit_params(paths, force))
+        if r.get("committed") is False:
+            raise CommitError(r)
+        return r
 
-    def reset(self, **params: Any) -> Dict[str, Any]:
-        """Discards the changes."""
-        return self._req("workspace.reset", **params)
+    def reset(self) -> Dict[str, Any]:
+        """Discards the changes: /workspace shows the host directory again."""
+        return self._req("workspace.reset")
 
 
 class ExecStream:

@@ -27,6 +27,7 @@ __all__ = [
     "BinaryNotFound",
     "ServerFailed",
     "FileSystemError",
+    "CommitError",
     "from_wire",
 ]
 
@@ -85,6 +86,22 @@ TooLarge = _simple("TooLarge", "too_large", "A message or parameter exceeds its 
 ShuttingDown = _simple("ShuttingDown", "shutting_down", "The server is stopping; the request was not executed.")
 BinaryNotFound = _simple("BinaryNotFound", "binary_not_found", "No fluebox binary to start a private server with.")
 ServerFailed = _simple("ServerFailed", "server_failed", "A private fluebox server could not be started.")
+
+
+class CommitError(FlueboxError):
+    """workspace.commit did not apply everything: code ``commit_conflict``
+    (nothing applied; ``conflicts`` lists {path, reason}) or
+    ``commit_failed`` (``applied`` changes were made before an error).
+    ``result`` is the server's result."""
+
+    def __init__(self, result: Dict[str, Any]):
+        conflicts = list(result.get("conflicts") or [])
+        code = "commit_conflict" if conflicts and not result.get("error") else "commit_failed"
+        FlueboxError.__init__(self, code, result.get("reason") or result.get("error")
+                              or "the changes were not committed", {"result": result})
+        self.conflicts = conflicts
+        self.applied = int(result.get("applied") or 0)
+        self.result = result
 
 
 class ProtocolError(FlueboxError):

@@ -6,6 +6,7 @@ test, "ok - NAME" or "not ok - NAME: WHY", the format tests/run.sh counts.
 The tests start a real `fluebox serve` (FB or FLUEBOX_BIN names the binary).
 """
 
+import faulthandler
 import os
 import sys
 import time
@@ -82,6 +83,8 @@ class LineResult(unittest.TestResult):
 
 
 def main(argv):
+    if os.environ.get("FLUEBOX_TEST_DUMP"):
+        faulthandler.dump_traceback_later(int(os.environ["FLUEBOX_TEST_DUMP"]), exit=True)
     verbose = "-v" in argv
     pattern = None
     if "-k" in argv:

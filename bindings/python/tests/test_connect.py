@@ -1,0 +1,162 @@
+"""Fluebox.connect (socket, default socket, private server that exits with
+the client), `python3 -m fluebox`, and installing the package offline."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import fluebox
+from fluebox import BinaryNotFound, ConnectionClosed, Fluebox, ServerFailed, default_socket_path, find_binary
+
+from helpers import QUICK, REPO, Server, binary, pid_alive, tmpdir, wait_for
+
+PKG = os.path.join(REPO, "bindings", "python")
+
+
+class ConnectTest(unittest.TestCase):
+    def test_explicit_socket(self):
+        srv = Server()
+        try:
+            with Fluebox.connect(srv.socket) as fb:
+                self.assertEqual(fb.socket, srv.socket)
+                self.assertIsNone(fb.server_pid)
+                self.assertEqual(fb.server_info()["name"], "fluebox")
+        finally:
+            srv.stop()
+
+    def test_explicit_socket_without_server(self):
+        with self.assertRaises(ConnectionClosed):
+            Fluebox.connect(os.path.join(tmpdir(), "none.sock"))
+
+    def test_default_socket_env(self):
+        srv = Server()
+        old = os.environ.get("FLUEBOX_SOCKET")
+        os.environ["FLUEBOX_SOCKET"] = srv.socket
+        try:
+            self.assertEqual(default_socket_path(), srv.socket)
+            with Fluebox.connect(auto_start=False) as fb:
+                self.assertEqual(fb.socket, srv.socket)
+        finally:
+            if old is None:
+                del os.environ["FLUEBOX_SOCKET"]
+            else:
+                os.environ["FLUEBOX_SOCKET"] = old
+            srv.stop()
+
+    def test_default_socket_rule(self):
+        uid = os.getuid()
+        d = tmpdir()
+        self.assertEqual(default_socket_path({"XDG_RUNTIME_DIR": d}), os.path.join(d, "fluebox.sock"))
+        p = default_socket_path({"XDG_RUNTIME_DIR": "/nonexistent"})
+        self.assertIn(p, ("/run/user/%d/fluebox.sock" % uid, "/tmp/fluebox-%d/fluebox.sock" % uid))
+
+    def test_private_server_stops_on_close(self):
+        fb = Fluebox.connect(private=True, binary=binary())
+        pid, sock = fb.server_pid, fb.socket
+        self.assertTrue(pid_alive(pid))
+        with fb.session() as s:
+            self.assertEqual(s.exec("echo private").stdout, "private\n")
+        fb.close()
+        wait_for(lambda: not pid_alive(pid), what="private server exit")
+        self.assertFalse(os.path.exists(sock))
+
+    def test_private_server_from_env_and_path(self):
+        old = dict(os.environ)
+        try:
+            os.environ["FLUEBOX_BIN"] = binary()
+            with Fluebox.connect(private=True) as fb:
+                self.assertEqual(fb.server_info()["name"], "fluebox")
+            if os.path.basename(binary()) == "fluebox":
+                del os.environ["FLUEBOX_BIN"]
+                os.environ["PATH"] = os.path.dirname(binary()) + ":" + os.environ.get("PATH", "")
+                self.assertEqual(find_binary(), os.path.abspath(binary()))
+                with Fluebox.connect(private=True) as fb:
+                    self.assertEqual(fb.server_info()["name"], "fluebox")
+        finally:
+            os.environ.clear()
+            os.environ.update(old)
+
+    def test_no_binary(self):
+        with self.assertRaises(BinaryNotFound):
+            find_binary(env={"PATH": tmpdir()})
+        with self.assertRaises(BinaryNotFound):
+            Fluebox.connect(private=True, binary="/nonexistent/fluebox")
+
+    def test_private_server_that_fails(self):
+        with self.assertRaises(ServerFailed):
+            Fluebox.connect(private=True, binary=binary(), server_args=["--no-such-option"])
+
+    def _child(self, tail):
+        code = (
+            "import sys, time; sys.path.insert(0, %r)\n"
+            "from fluebox import Fluebox\n"
+            "fb = Fluebox.connect(private=True, binary=%r)\n"
+            "fb.create_session()\n"
+            "print(fb.server_pid, flush=True)\n" % (PKG, binary())
+        ) + tail
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+        pid = int(p.stdout.readline())
+        return p, pid
+
+    def test_private_server_exits_with_client_process(self):
+        p, pid = self._child("")
+        p.wait(20)
+        wait_for(lambda: not pid_alive(pid), 15, "private server exit")
+
+    def test_private_server_exits_when_client_is_sigkilled(self):
+        p, pid = self._child("time.sleep(60)\n")
+        p.send_signal(signal.SIGKILL)
+        p.wait(10)
+        wait_for(lambda: not pid_alive(pid), 15, "private server exit")
+
+
+class MainTest(unittest.TestCase):
+    def _run(self, *args, env=None):
+        e = dict(os.environ, PYTHONPATH=PKG, FLUEBOX_BIN=binary())
+        if env:
+            e.update(env)
+        return subprocess.run([sys.executable, "-m", "fluebox"] + list(args), capture_output=True, env=e, timeout=60)
+
+    def test_run_passes_through(self):
+        r = self._run("run", "--", "sh", "-c", "echo from-sandbox; echo err >&2; exit 3")
+        self.assertEqual(r.returncode, 3)
+        self.assertEqual(r.stdout, b"from-sandbox\n")
+        self.assertIn(b"err", r.stderr)
+
+    def test_version(self):
+        r = self._run("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(b"fluebox", r.stdout + r.stderr)
+
+    def test_no_binary_is_125(self):
+        r = self._run("run", "--", "true", env={"FLUEBOX_BIN": "/nonexistent", "PATH": "/usr/bin:/bin"})
+        self.assertEqual(r.returncode, 125)
+        self.assertIn(b"not found", r.stderr)
+
+
+@unittest.skipIf(QUICK, "quick run")
+class InstallTest(unittest.TestCase):
+    def test_pip_install_offline_into_a_venv(self):
+        d = tempfile.mkdtemp(prefix="fbpyvenv-")
+        try:
+            subprocess.run([sys.executable, "-m", "venv", d], check=True, timeout=120)
+            py = os.path.join(d, "bin", "python")
+            r = subprocess.run([py, "-m", "pip", "install", "--no-index", "--no-cache-dir", PKG],
+                               capture_output=True, timeout=300)
+            if r.returncode != 0 and b"No module named pip" in r.stderr:
+                self.skipTest("this Python has no pip")
+            self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace")[-2000:])
+            out = subprocess.run([py, "-c", "import fluebox, fluebox.aio; print(fluebox.__version__, fluebox.__file__)"],
+                                 capture_output=True, check=True, cwd=d, timeout=60).stdout.decode()
+            self.assertTrue(out.startswith(fluebox.__version__ + " " + d), out)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    unittest.main()
