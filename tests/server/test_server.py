@@ -867,6 +867,39 @@ def t_other_uid():
 
 
 @test
+def t_network(srv):
+    """A session with an allowlist: the egress relay runs in the server's
+    loop; an allowed name works, anything else does not."""
+    if not shutil.which("curl"):
+        print("ok - network allowlist # SKIP no curl")
+        return
+    d = tempfile.mkdtemp(prefix="fbweb.")
+    with open(os.path.join(d, "index.html"), "w") as f:
+        f.write("served-from-host\n")
+    web = subprocess.Popen([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=d,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        line = web.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."
+        port = int(line.split(" port ")[1].split()[0])
+        c = srv.conn()
+        r = c.call("session.create", {"allowNet": ["example.test:%d" % port],
+                                      "options": ["--egress-resolve", "example.test=127.0.0.1"]})
+        check("network: allowNet gives network allow", r["network"] == "allow" and not r["pooled"], r)
+        s = r["session"]
+        x = c.call("exec", {"session": s, "timeoutMs": 30000, "command":
+                            "curl -s -m 10 http://example.test:%d/; curl -s -m 5 http://127.0.0.1:%d/ || echo no-host-loopback; "
+                            "curl -s -m 5 http://other.test/ || echo denied" % (port, port)})
+        check("network: the allowed name is reachable through the relay", "served-from-host" in x["stdout"], x)
+        check("network: the host's loopback and other names are not", "no-host-loopback" in x["stdout"]
+              and "denied" in x["stdout"], x)
+        c.call("session.destroy", {"session": s})
+    finally:
+        web.terminate()
+        web.wait(10)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@test
 def t_dead_session(srv):
     """Init killed from outside: requests get session_dead, info says dead,
     destroy cleans up."""
