@@ -5,7 +5,8 @@
 
 /// <reference types="node" />
 
-import type { Fluebox, FlueboxError, Limits, SandboxDiedError, Session, SessionOptions } from './index.js';
+import type { Fluebox, Limits, Session, SessionOptions } from './index.js';
+import { FlueboxError, SandboxDiedError } from './index.js';
 
 export interface ShellResult {
   stdout: string;
@@ -113,10 +114,10 @@ export declare class SandboxOperationUnsupportedError extends FlueboxError {
   readonly type: 'sandbox_operation_unsupported';
   readonly details: string;
   readonly dev: string;
-  readonly meta: { operation: string; provider: 'fluebox'; options: unknown };
+  readonly meta: { operation: string; provider: 'fluebox'; options: string[] };
 }
 
-export { SandboxDiedError };
+export { SandboxDiedError } from './index.js';
 
 /** The Flue sandbox factory: `useSandbox(fluebox({ ... }), { cwd })`. */
 export declare function fluebox(options?: FlueboxFlueOptions): FlueSandboxFactory;

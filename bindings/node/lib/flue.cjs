@@ -31,16 +31,18 @@ const {
 const posix = nodePath.posix;
 
 class SandboxOperationUnsupportedError extends FlueboxError {
+  /** @param {string} operation @param {string[]} options the option names refused */
   constructor(operation, options) {
+    const names = Array.isArray(options) ? options.map(String) : [String(options)];
     super(
       'sandbox_operation_unsupported',
-      `The fluebox sandbox does not support ${operation} with ${JSON.stringify(options)}; nothing was changed.`,
+      `fluebox does not support ${operation} with ${names.map((n) => `"${n}"`).join(', ') || '(none)'}.`,
     );
     this.name = 'SandboxOperationUnsupportedError';
     this.type = 'sandbox_operation_unsupported';
-    this.details = 'The operation was refused before anything in the sandbox changed.';
+    this.details = 'The requested operation was rejected before the filesystem was modified.';
     this.dev = '';
-    this.meta = { operation, provider: 'fluebox', options };
+    this.meta = { operation, provider: 'fluebox', options: names };
   }
 }
 
@@ -62,16 +64,12 @@ function isDeath(e) {
 
 function onlyKeys(operation, opts, allowed) {
   if (opts === undefined || opts === null) return {};
-  if (typeof opts !== 'object') throw new SandboxOperationUnsupportedError(operation, opts);
+  if (typeof opts !== 'object') throw new SandboxOperationUnsupportedError(operation, [typeof opts]);
   const bad = Object.keys(opts).filter((k) => !allowed.includes(k) && opts[k] !== undefined);
-  if (bad.length) {
-    const shown = {};
-    for (const k of bad) shown[k] = opts[k];
-    throw new SandboxOperationUnsupportedError(operation, shown);
-  }
+  if (bad.length) throw new SandboxOperationUnsupportedError(operation, bad);
   for (const k of allowed) {
     if (k !== 'signal' && k !== 'env' && k !== 'cwd' && k !== 'timeoutMs' && opts[k] !== undefined && typeof opts[k] !== 'boolean') {
-      throw new SandboxOperationUnsupportedError(operation, { [k]: opts[k] });
+      throw new SandboxOperationUnsupportedError(operation, [k]);
     }
   }
   return opts;

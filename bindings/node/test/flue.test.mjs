@@ -119,6 +119,8 @@ describe('exec', () => {
       assert.ok(e instanceof SandboxOperationUnsupportedError);
       assert.equal(e.type, 'sandbox_operation_unsupported');
       assert.equal(e.meta.operation, 'exec');
+      assert.deepEqual(e.meta.options, ['shell']);
+      assert.match(e.message, /fluebox does not support exec with "shell"/);
       return true;
     });
     assert.equal(await sb.exists('/workspace/unsupported'), false);
