@@ -8,6 +8,7 @@ The tests start a real `fluebox serve` (FB or FLUEBOX_BIN names the binary).
 
 import faulthandler
 import os
+import signal
 import sys
 import time
 import traceback
@@ -41,6 +42,11 @@ class LineResult(unittest.TestResult):
     def startTest(self, test):
         super().startTest(test)
         self.started[test.id()] = time.monotonic()
+        signal.alarm(TEST_TIMEOUT)
+
+    def stopTest(self, test):
+        signal.alarm(0)
+        super().stopTest(test)
 
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -82,7 +88,21 @@ class LineResult(unittest.TestResult):
             self._bad(subtest, err, "failed" if issubclass(err[0], test.failureException) else "error")
 
 
+# A test that hangs (a server bug, for instance) fails after this many
+# seconds instead of holding the whole run: SIGALRM raises in the main thread.
+TEST_TIMEOUT = int(os.environ.get("FLUEBOX_TEST_TIMEOUT", "180"))
+
+
+class TestTimeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise TestTimeout("the test took longer than %d s" % TEST_TIMEOUT)
+
+
 def main(argv):
+    signal.signal(signal.SIGALRM, _alarm)
     if os.environ.get("FLUEBOX_TEST_DUMP"):
         faulthandler.dump_traceback_later(int(os.environ["FLUEBOX_TEST_DUMP"]), exit=True)
     verbose = "-v" in argv
