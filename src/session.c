@@ -576,21 +576,26 @@ static pthread_t wthread;
  * at a safe point of its loop (worker_hold) for the instant of the clone3,
  * so that no lock of the main thread's is copied into the child held. */
 static pthread_cond_t qcv = PTHREAD_COND_INITIALIZER;
-static bool q_req, q_ack, main_joining;
+static bool main_joining;
+/* Clone number q_gen was asked for; the main thread acknowledged q_acked
+ * and waits until the worker reports q_done. Counters, not flags: the
+ * worker may ask for the next clone before the main thread has seen the
+ * previous one end. */
+static uint64_t q_gen, q_acked, q_done;
 
 static void clone_guard(bool before)
 {
     pthread_mutex_lock(&wmu);
     if (before) {
-        q_req = true;
+        q_gen++;
         uint64_t one = 1;
         if (write(wefd, &one, sizeof one) < 0) {
             /* cannot fail with a counter this small */
         }
-        while (!q_ack && !main_joining)
+        while (q_acked != q_gen && !main_joining)
             pthread_cond_wait(&qcv, &wmu);
     } else {
-        q_req = q_ack = false;
+        q_done = q_gen;
         pthread_cond_broadcast(&qcv);
     }
     pthread_mutex_unlock(&wmu);
@@ -599,10 +604,11 @@ static void clone_guard(bool before)
 void worker_hold(void)
 {
     pthread_mutex_lock(&wmu);
-    if (q_req) {
-        q_ack = true;
+    if (q_acked != q_gen) {
+        uint64_t g = q_gen;
+        q_acked = g;
         pthread_cond_broadcast(&qcv);
-        while (q_req)
+        while (q_done != g)
             pthread_cond_wait(&qcv, &wmu);
     }
     pthread_mutex_unlock(&wmu);

@@ -243,11 +243,22 @@ static int mkdir_parents(const char *path)
     return rc;
 }
 
+/* fork() without glibc's fork(): that one takes every malloc arena lock
+ * and the stdio list lock first. This init is a clone of one thread of a
+ * multi-threaded server (session.c's worker; egress resolver threads may
+ * exist too): a lock another server thread held at that instant is held
+ * forever in our copy, and glibc's fork() would wait for it. A raw clone
+ * takes no lock; the child uses only this thread's own arena. */
+static pid_t raw_fork(void)
+{
+    return (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+}
+
 /* Fork a helper for bulk work. It keeps the fds it needs, drops the
  * control socket, and exits with 0 or an errno value. */
 static pid_t helper_fork(void)
 {
-    pid_t pid = fork();
+    pid_t pid = raw_fork();
     if (pid == 0) {
         close(ctl_fd);
         signal(SIGPIPE, SIG_DFL);
@@ -654,7 +665,7 @@ static void op_exec(int64_t tag, json_t *h, int *fds, size_t nfds)
     if (!json_is_array(argv) || !json_array_size(argv) || !json_is_array(env) || nfds < 2)
         return reply_errno(tag, EINVAL);
     bool has_stdin = hbool(h, "stdin") && nfds >= 3;
-    pid_t pid = fork();
+    pid_t pid = raw_fork();
     if (pid < 0)
         return reply_errno(tag, errno);
     if (pid == 0) {
