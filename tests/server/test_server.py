@@ -892,6 +892,45 @@ def t_network(srv):
         check("network: the allowed name is reachable through the relay", "served-from-host" in x["stdout"], x)
         check("network: the host's loopback and other names are not", "no-host-loopback" in x["stdout"]
               and "denied" in x["stdout"], x)
+        # Sessions built while the egress resolver threads run getaddrinfo():
+        # a lock of theirs copied into a new session must not hang it.
+        stop = []
+
+        rounds = []
+
+        def lookups():
+            w = srv.conn()
+            while not stop:
+                rounds.append(1)
+                try:
+                    w.call("exec", {"session": s, "timeoutMs": 60000, "command":
+                                    "for i in 1 2 3 4 5 6 7 8; do curl -s -m 2 http://localhost/ >/dev/null; "
+                                    "curl -s -m 2 http://x$i.example.com/ >/dev/null; done; true"})
+                except Exception:  # noqa: BLE001
+                    return
+        r2 = c.call("session.create", {"allowNet": ["localhost", "*.example.com"]})
+        s = r2["session"]
+        t = threading.Thread(target=lookups, daemon=True)
+        t.start()
+        c2 = srv.conn()
+        c2.s.settimeout(30)
+        bad = []
+        wait_for(lambda: rounds, 10)
+        time.sleep(0.2)
+        try:
+            for k in range(6):
+                for i in range(12):
+                    c2.send("session.create", {"pool": False}, id="n%d-%d" % (k, i))
+                ids = [c2.wait("n%d-%d" % (k, i))[1]["result"]["session"] for i in range(12)]
+                for x2 in ids:
+                    if c2.call("exec", {"session": x2, "command": "echo ok"})["stdout"] != "ok\n":
+                        bad.append(x2)
+                    c2.call("session.destroy", {"session": x2})
+        except Exception as ex:  # noqa: BLE001
+            bad.append(repr(ex))
+        stop.append(1)
+        check("network: %d sessions created while resolver threads ran (%d rounds) all work"
+              % (72, len(rounds)), not bad, bad[:3])
         c.call("session.destroy", {"session": s})
     finally:
         web.terminate()
