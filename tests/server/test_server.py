@@ -92,7 +92,17 @@ class Server:
         e = dict(os.environ)
         e.update(env or {})
         self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.errf, env=e)
-        if not wait_for(lambda: os.path.exists(self.sock) or self.p.poll() is not None, 20):
+        def up():
+            if self.p.poll() is not None:
+                return True
+            try:  # the file exists from bind(); connect works from listen()
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(self.sock)
+                s.close()
+                return True
+            except OSError:
+                return False
+        if not wait_for(up, 20):
             raise RuntimeError("server did not start")
         if self.p.poll() is not None:
             raise RuntimeError("server exited: " + self.stderr())
