@@ -24,11 +24,11 @@ own "$T/ws" "$T/files"
 
 # The server: its own stdio (it must never hold the runner's pipe), stopped
 # by its pid whatever happens.
-"${FBCMD[@]}" serve --socket "$SOCK" --pool 1 </dev/null >"$T/serve.out" 2>"$T/serve.err" &
+"${FBCMD[@]}" serve --socket "$SOCK" --pool 1 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
 SRV=$!
 trap 'kill $SRV 2>/dev/null' EXIT
-for _ in $(seq 1 200); do [ -S "$SOCK" ] && break; sleep 0.05; done
-if [ -S "$SOCK" ]; then ok "serve listens on --socket"; else fail "serve listens on --socket" "$(cat "$T/serve.err")"; exit 0; fi
+for _ in $(seq 1 200); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done
+if grep -q ready "$T/ready" && [ -S "$SOCK" ]; then ok "serve listens on --socket (--ready-fd says so)"; else fail "serve listens on --socket" "$(cat "$T/serve.err")"; exit 0; fi
 mode=$(stat -c %a "$SOCK")
 [ "$mode" = 600 ] && ok "the socket is 0600" || fail "the socket is 0600" "mode $mode"
 
