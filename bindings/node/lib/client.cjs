@@ -182,7 +182,6 @@ class Fluebox {
     if (this._server) await this._server.stop();
   }
 
-  async [Symbol.asyncDispose]() { await this.close(); }
 }
 
 class Session {
@@ -213,9 +212,6 @@ class Session {
     this.dead = true;
   }
 
-  async [Symbol.asyncDispose]() {
-    try { await this.destroy(); } catch (e) { if (!(e instanceof FlueboxError)) throw e; }
-  }
 
   _execParams(command, opts, stream) {
     checkKeys(opts, EXEC_KEYS, 'exec');
@@ -566,6 +562,15 @@ class ExecStream {
     const join = (a) => (this._wantBuffer ? Buffer.concat(a) : a.join(''));
     return { ...r, stdout: join(out), stderr: join(err) };
   }
+}
+
+// `await using fb = await Fluebox.connect()` where the runtime has explicit
+// resource management (Symbol.asyncDispose exists from Node.js 20).
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Fluebox.prototype[Symbol.asyncDispose] = async function dispose() { await this.close(); };
+  Session.prototype[Symbol.asyncDispose] = async function dispose() {
+    try { await this.destroy(); } catch (e) { if (!(e instanceof FlueboxError)) throw e; }
+  };
 }
 
 module.exports = { Fluebox, Session, ExecStream, sessionParams, ConnectionError };

@@ -56,7 +56,6 @@ class Connection {
     this._paused = false;
     /** Requests longer than this are refused locally (too_large). */
     this.maxMessageBytes = DEFAULT_MAX_MESSAGE;
-    this._holds = 0;
     sock.setNoDelay?.(true);
     sock.on('data', (buf) => this._onData(buf));
     sock.on('error', (e) => this._shutdown(new ConnectionError(`connection to fluebox lost: ${e.code || e.message}`, e)));
@@ -110,10 +109,6 @@ class Connection {
     return this.send(method, params, onEvent).promise;
   }
 
-  /** Keeps the process alive (for example while a stream is being consumed)
-   * until release() is called. */
-  hold() { this._holds++; this._updateRef(); }
-  release() { if (this._holds > 0) this._holds--; this._updateRef(); }
 
   /** Pauses or resumes reading the socket (see send()). */
   reflow() {
@@ -141,7 +136,7 @@ class Connection {
 
   _updateRef() {
     if (this._closed) return;
-    if (this._pending.size > 0 || this._holds > 0) this._sock.ref();
+    if (this._pending.size > 0) this._sock.ref();
     else this._sock.unref();
   }
 
