@@ -5,11 +5,13 @@ path, finding the binary and starting a private server."""
 import base64
 import math
 import os
+import queue
 import secrets
 import shutil
 import stat as _stat
 import subprocess
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
@@ -389,6 +391,41 @@ def find_binary(binary: Optional[str] = None, env: Optional[Mapping[str, str]] =
                          "argument, FLUEBOX_BIN nor PATH names a fluebox executable")
 
 
+_spawner_lock = threading.Lock()
+_spawner_queue: "Optional[queue.Queue[Any]]" = None
+
+
+def _spawner_loop(q) -> None:
+    while True:
+        fn, args, kwargs, box, done = q.get()
+        try:
+            box.append((True, fn(*args, **kwargs)))
+        except BaseException as e:  # handed back to the caller
+            box.append((False, e))
+        done.set()
+
+
+def _spawn_from_lasting_thread(fn, *args, **kwargs):
+    """Runs fn (subprocess.Popen) in a daemon thread that lives as long as
+    the process. --exit-with-parent uses PR_SET_PDEATHSIG, which fires when
+    the *thread* that forked the child exits: a client created in a
+    short-lived worker thread must not lose its server when that thread ends."""
+    global _spawner_queue
+    with _spawner_lock:
+        if _spawner_queue is None:
+            _spawner_queue = queue.Queue()
+            threading.Thread(target=_spawner_loop, args=(_spawner_queue,), name="fluebox-spawner",
+                             daemon=True).start()
+    box: List[Any] = []
+    done = threading.Event()
+    _spawner_queue.put((fn, args, kwargs, box, done))
+    done.wait()
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
 class PrivateServerProcess:
     """A `fluebox serve` child on a socket in a fresh 0700 directory, started
     with --exit-with-parent (it shuts down cleanly when the thread that
@@ -406,7 +443,8 @@ class PrivateServerProcess:
         self._stderr = open(self._stderr_path, "wb")
         rfd, wfd = os.pipe()
         try:
-            self.proc = subprocess.Popen(
+            self.proc = _spawn_from_lasting_thread(
+                subprocess.Popen,
                 [self.binary, "serve", "--socket", self.socket, "--exit-with-parent",
                  "--ready-fd", str(wfd)] + list(server_args),
                 stdin=subprocess.DEVNULL,

@@ -65,6 +65,22 @@ class ConnectTest(unittest.TestCase):
         wait_for(lambda: not pid_alive(pid), what="private server exit")
         self.assertFalse(os.path.exists(sock))
 
+    def test_private_server_outlives_the_thread_that_started_it(self):
+        import threading
+
+        box = {}
+        th = threading.Thread(target=lambda: box.setdefault("fb", Fluebox.connect(private=True, binary=binary())))
+        th.start()
+        th.join()
+        fb = box["fb"]
+        try:
+            time.sleep(0.3)  # --exit-with-parent would have fired by now if tied to that thread
+            self.assertTrue(pid_alive(fb.server_pid))
+            with fb.session() as s:
+                self.assertEqual(s.exec("echo still here").stdout, "still here\n")
+        finally:
+            fb.close()
+
     def test_private_server_from_env_and_path(self):
         old = dict(os.environ)
         try:
