@@ -18,7 +18,7 @@ export default async function* reporter(source) {
     const d = ev.data;
     if (d.details && d.details.type === 'suite' && ev.type === 'test:pass') continue;
     const where = d.file ? basename(d.file).replace(/\.test\.[cm]?js$/, '') : 'node';
-    const name = `${where}: ${d.name}`;
+    const name = `${process.env.FLUEBOX_TEST_TAG ? process.env.FLUEBOX_TEST_TAG + ' ' : ''}${where}: ${d.name}`;
     if (ev.type === 'test:pass') {
       pass++;
       yield `ok - ${name}${d.skip ? ` # skip ${d.skip === true ? '' : d.skip}` : ''}${d.todo ? ' # todo' : ''}\n`;
