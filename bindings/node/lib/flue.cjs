@@ -23,6 +23,8 @@ const { Fluebox } = require('./client.cjs');
 const {
   FlueboxError,
   ConnectionError,
+  FileSystemError,
+  LimitExceededError,
   SandboxDiedError,
   NotFoundError,
   abortError,
@@ -288,7 +290,19 @@ class FlueboxSandbox {
       if (signal) execOpts.signal = signal;
       return s.exec(argv, execOpts);
     });
-    const r = signal ? await raceAbort(run, signal) : await run;
+    let r;
+    try {
+      r = signal ? await raceAbort(run, signal) : await run;
+    } catch (e) {
+      // The command could not be started (the session's pids or memory
+      // limit, too many commands at once): like a shell that cannot fork,
+      // that is a result with fluebox's own exit code 125, not a transport
+      // failure. Death, aborts and bad arguments still reject.
+      if (e instanceof FileSystemError || e instanceof LimitExceededError) {
+        return { stdout: '', stderr: `fluebox: cannot start the command: ${e.message}\n`, exitCode: 125 };
+      }
+      throw e;
+    }
     let stderr = r.stderr;
     let exitCode = r.exitCode;
     if (r.timedOut) {

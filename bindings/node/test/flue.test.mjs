@@ -114,6 +114,26 @@ describe('exec', () => {
     assert.equal(abs.stdout, '/tmp\n');
   });
 
+  test('a command that cannot be started resolves with 125 and the reason (too many at once)', async () => {
+    const own = await startServer(['--max-execs', '2']);
+    try {
+      const t = await fluebox({ socket: own.socket, workspace: null }).createSandbox({ id: 'busy' });
+      const a = t.exec('sleep 2');
+      const b = t.exec('sleep 2');
+      await new Promise((res) => setTimeout(res, 300));
+      const c = await t.exec('echo never');
+      assert.equal(c.exitCode, 125);
+      assert.match(c.stderr, /cannot start the command/);
+      assert.equal((await a).exitCode, 0);
+      assert.equal((await b).exitCode, 0);
+      assert.equal((await t.exec('echo again')).stdout, 'again\n');
+    } finally {
+      await closeAll();
+      await own.stop();
+      sb = await factory.createSandbox({ id: 'conversation-1' });
+    }
+  });
+
   test('an unsupported option is refused before anything changes', async () => {
     await assert.rejects(sb.exec('touch /workspace/unsupported', { shell: 'zsh' }), (e) => {
       assert.ok(e instanceof SandboxOperationUnsupportedError);
