@@ -558,6 +558,3 @@ import atexit  # noqa: E402
 
 atexit.register(_stop_all_at_exit)
 
-
-def list_or_none(v) -> List[Any]:
-    return list(v) if v else []

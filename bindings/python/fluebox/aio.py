@@ -20,7 +20,7 @@ Cancelling a task that awaits ``exec`` (``task.cancel()``,
 import asyncio
 import itertools
 import json
-from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Union
+from typing import Any, AsyncIterator, Callable, Dict, Generator, List, Mapping, Optional, Sequence, Union
 
 from . import _common as C
 from ._common import Command, Data, DirEntry, ExecResult, OutputChunk, Stat
