@@ -70,6 +70,21 @@ expect_err() {
   esac
 }
 
+# The fluebox-* cgroups under this process's own cgroups (where fluebox run
+# from here creates them), on every v1 hierarchy and the unified one.
+own_fluebox_cgroups() {
+  local line ctrl path mnt
+  while IFS= read -r line; do
+    ctrl=${line#*:}; path=${ctrl#*:}; ctrl=${ctrl%%:*}
+    if [ -z "$ctrl" ]; then
+      mnt=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+    else
+      mnt=$(awk -v c="$ctrl" '$3 == "cgroup" && ("," $4 ",") ~ ("," c ",") {print $2; exit}' /proc/mounts)
+    fi
+    [ -n "$mnt" ] && [ -d "$mnt$path/fluebox" ] && find "$mnt$path/fluebox" -maxdepth 1 -type d -name 'fluebox-*' 2>/dev/null
+  done < /proc/self/cgroup | sort -u
+}
+
 # no_leftovers NAME — no fluebox process or cgroup remains, no mount appeared.
 no_leftovers() {
   local name=$1 bad=""
@@ -79,7 +94,7 @@ no_leftovers() {
   # creator is gone (others may be running fluebox on this machine).
   local cg d pid
   cg=""
-  for d in $(find /sys/fs/cgroup -maxdepth 7 -type d -name 'fluebox-*' 2>/dev/null); do
+  for d in $(own_fluebox_cgroups); do
     pid=${d##*/fluebox-}; pid=${pid%%-*}
     case "$pid" in ''|*[!0-9]*) cg="$cg $d"; continue ;; esac
     kill -0 "$pid" 2>/dev/null || cg="$cg $d"
