@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-int ctl_send(int sock, const struct fb_msg *m, const int *fds, size_t nfds)
+int ctl_sendmsg(int sock, const void *buf, size_t len, const int *fds, size_t nfds, int flags)
 {
-    struct iovec iov = {(void *)m, sizeof *m};
+    struct iovec iov = {(void *)buf, len};
     struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
     union {
         char buf[CMSG_SPACE(sizeof(int) * FB_CTL_MAX_FDS)];
@@ -29,15 +29,62 @@ int ctl_send(int sock, const struct fb_msg *m, const int *fds, size_t nfds)
     }
     ssize_t n;
     do
-        n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+        n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
     while (n < 0 && errno == EINTR);
     if (n < 0)
         return -1;
-    if ((size_t)n != sizeof *m) {
+    if ((size_t)n != len) {
         errno = EIO;
         return -1;
     }
     return 0;
+}
+
+ssize_t ctl_recvmsg(int sock, void *buf, size_t cap, int *fds, size_t *nfds, int flags,
+                    bool *truncated)
+{
+    struct iovec iov = {buf, cap};
+    union {
+        char b[CMSG_SPACE(sizeof(int) * FB_CTL_MAX_FDS)];
+        struct cmsghdr align;
+    } u;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+                        .msg_controllen = sizeof u.b};
+    size_t fcap = nfds ? *nfds : 0, got = 0;
+    if (nfds)
+        *nfds = 0;
+    ssize_t n;
+    do
+        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
+    while (n < 0 && errno == EINTR);
+    if (n < 0)
+        return -1;
+    /* Collect (or close) any passed fds, whatever the message says. */
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int tmp[FB_CTL_MAX_FDS];
+        if (k > FB_CTL_MAX_FDS)
+            k = FB_CTL_MAX_FDS;
+        memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
+        for (size_t i = 0; i < k; i++) {
+            if (got < fcap)
+                fds[got++] = tmp[i];
+            else
+                close(tmp[i]);
+        }
+    }
+    if (nfds)
+        *nfds = got;
+    if (truncated)
+        *truncated = (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0;
+    return n;
+}
+
+int ctl_send(int sock, const struct fb_msg *m, const int *fds, size_t nfds)
+{
+    return ctl_sendmsg(sock, m, sizeof *m, fds, nfds, 0);
 }
 
 static int recv_flags(int sock, struct fb_msg *m, int *fds, size_t *nfds, int flags);
@@ -57,44 +104,14 @@ int ctl_recv_nonblock(int sock, struct fb_msg *m)
 
 static int recv_flags(int sock, struct fb_msg *m, int *fds, size_t *nfds, int flags)
 {
-    struct iovec iov = {m, sizeof *m};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * FB_CTL_MAX_FDS)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                        .msg_controllen = sizeof u.buf};
-    size_t cap = nfds ? *nfds : 0;
-    if (nfds)
-        *nfds = 0;
-    ssize_t n;
-    do
-        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
-    while (n < 0 && errno == EINTR);
+    bool truncated = false;
+    ssize_t n = ctl_recvmsg(sock, m, sizeof *m, fds, nfds, flags, &truncated);
     if (n < 0)
         return -1;
-    /* Collect (or close) any passed fds before judging the message. */
-    size_t got = 0;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int tmp[FB_CTL_MAX_FDS];
-        if (k > FB_CTL_MAX_FDS)
-            k = FB_CTL_MAX_FDS;
-        memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
-        for (size_t i = 0; i < k; i++) {
-            if (got < cap)
-                fds[got++] = tmp[i];
-            else
-                close(tmp[i]);
-        }
-    }
-    if (nfds)
-        *nfds = got;
+    size_t got = nfds ? *nfds : 0;
     if (n == 0)
         return 0;
-    if ((size_t)n != sizeof *m || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+    if ((size_t)n != sizeof *m || truncated) {
         for (size_t i = 0; i < got; i++)
             close(fds[i]);
         if (nfds)

@@ -11,6 +11,8 @@
  * it does not touch until the job comes back. */
 #include "session.h"
 
+#include "ctl.h"
+
 #include "cgroup.h"
 #include "cli.h"
 #include "harden.h"
@@ -49,73 +51,24 @@ char *srec_encode(json_t *hdr, const void *payload, size_t plen, size_t *len)
 
 int srec_send(int sock, const char *rec, size_t len, const int *fds, size_t nfds, int flags)
 {
-    struct iovec iov = {(void *)rec, len};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    union {
-        char buf[CMSG_SPACE(sizeof(int) * 8)];
-        struct cmsghdr align;
-    } u;
     if (nfds > 8) {
         errno = EINVAL;
         return -1;
     }
-    if (nfds) {
-        memset(&u, 0, sizeof u);
-        mh.msg_control = u.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
-    }
-    ssize_t n;
-    do
-        n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return -1;
-    if ((size_t)n != len) {
-        errno = EIO;
-        return -1;
-    }
-    return 0;
+    return ctl_sendmsg(sock, rec, len, fds, nfds, flags);
 }
 
 int srec_recv(int sock, char *buf, int flags, json_t **hdr, const char **payload, size_t *plen,
               int *fds, size_t *nfds)
 {
-    struct iovec iov = {buf, SREC_MAX};
-    union {
-        char b[CMSG_SPACE(sizeof(int) * 8)];
-        struct cmsghdr align;
-    } u;
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
-                        .msg_controllen = sizeof u.b};
-    size_t cap = nfds ? *nfds : 0, got = 0;
+    bool truncated = false;
+    size_t cap = nfds ? (*nfds < 8 ? *nfds : 8) : 0;
+    size_t got = cap;
+    ssize_t n = ctl_recvmsg(sock, buf, SREC_MAX, fds, &got, flags, &truncated);
     if (nfds)
         *nfds = 0;
-    ssize_t n;
-    do
-        n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
-    while (n < 0 && errno == EINTR);
     if (n < 0)
         return -1;
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        int tmp[8];
-        if (k > 8)
-            k = 8;
-        memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
-        for (size_t i = 0; i < k; i++) {
-            if (got < cap)
-                fds[got++] = tmp[i];
-            else
-                close(tmp[i]);
-        }
-    }
     if (n == 0) {
         for (size_t i = 0; i < got; i++)
             close(fds[i]);
@@ -123,7 +76,7 @@ int srec_recv(int sock, char *buf, int flags, json_t **hdr, const char **payload
     }
     uint32_t hl;
     json_t *h = NULL;
-    if (!(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) && n >= 4) {
+    if (!truncated && n >= 4) {
         memcpy(&hl, buf, 4);
         if (hl <= (size_t)n - 4)
             h = json_loadb(buf + 4, hl, JSON_REJECT_DUPLICATES, NULL);
