@@ -32,6 +32,15 @@ struct fb_msg {
     char text[488];
 };
 
+/* Raw record I/O with fd passing, shared with the session records
+ * (session.c): send len bytes plus nfds fds in one message (MSG_NOSIGNAL |
+ * flags); receive one message into buf, collecting at most *nfds fds (made
+ * close-on-exec; extras are closed), setting *truncated when the record or
+ * its fds did not fit. Return 0 / bytes, or -1 with errno. */
+int ctl_sendmsg(int sock, const void *buf, size_t len, const int *fds, size_t nfds, int flags);
+ssize_t ctl_recvmsg(int sock, void *buf, size_t cap, int *fds, size_t *nfds, int flags,
+                    bool *truncated);
+
 /* Send m (and nfds fds). Returns 0 or -1/errno. */
 int ctl_send(int sock, const struct fb_msg *m, const int *fds, size_t nfds);
 /* Receive one message; fds (capacity *nfds) receive passed descriptors, which
