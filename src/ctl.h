@@ -1,7 +1,8 @@
 /* ctl.h — messages between the supervisor and the sandbox's init over a
  * SOCK_SEQPACKET socketpair: fixed-size records, optional fds (SCM_RIGHTS).
- * Set-up uses GO, ERR, NETFDS and READY; a run adds EXEC_ERR and EXIT;
- * sessions (session.c / sinit.c) add their own types from FB_MSG_SESSION. */
+ * Set-up uses GO, SECCOMP_PROG, ERR, NETFDS and READY; a run adds EXEC_ERR
+ * and EXIT; sessions (session.c / sinit.c) add their own types from
+ * FB_MSG_SESSION. */
 #ifndef FB_CTL_H
 #define FB_CTL_H
 
@@ -18,6 +19,8 @@ enum fb_msg_type {
                           upper layer, user and mount namespace (fds); cow.h */
     FB_MSG_SECCOMP_FD, /* init -> supervisor, before READY: the seccomp listener
                           (--seccomp-log, learn); see scnotify.h */
+    FB_MSG_SECCOMP_PROG, /* supervisor -> child, after GO: the seccomp filters
+                          (memfds, code = how many, arg = load flags); seccomp.h */
     FB_MSG_SESSION = 100,
 };
 

@@ -120,8 +120,9 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
         fb_errno(&err, FB_EXIT_SETUP, "signalfd");
         fail(ctl, &err);
     }
-    /* Run mode: --seccomp-log and learn hand the listener to the supervisor. */
-    if (seccomp_apply_ctl(p, mode == FB_MODE_RUN ? ctl : -1, &err) < 0)
+    /* The filters come from the supervisor (generated while we built the
+     * root); with --seccomp-log or learn the listener goes back to it. */
+    if (seccomp_receive_and_load(p, ctl, &err) < 0)
         fail(ctl, &err);
 
     if (mode == FB_MODE_SESSION) {

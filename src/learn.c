@@ -4,7 +4,9 @@
  * supervisor (scnotify.c), then write a profile that extends the base with
  * exactly those calls, one commented rule each. Calls the base only allows
  * for some argument values (socket families, ioctl requests, ...) are
- * learned with the values that were used.
+ * learned with the values that were used; since a profile's rules for a
+ * syscall replace the inherited ones, the base's other rules for such a
+ * syscall are written again ("from BASE").
  *
  * The fixed rules (seccomp.h) stay in force while learning: what they deny
  * no profile can allow, so the learned profile behaves as the learning run. */
@@ -67,17 +69,18 @@ static int write_atomic(const char *path, const char *text, struct fb_err *err)
     return 0;
 }
 
-/* The learned profile. */
+/* The learned profile. A profile's rules for a syscall replace the ones it
+ * inherits, so for each learned syscall the base's rules for it are written
+ * again, but for those that match a learned call (they denied it). */
 static char *learned_json(const struct fb_policy *p, const char *out, const char *base,
                           const struct fb_sc_report *r, size_t *nrules)
 {
     struct fb_sc_seen *v = fb_xcalloc(r->n ? r->n : 1, sizeof *v);
     memcpy(v, r->seen, r->n * sizeof *v);
     qsort(v, r->n, sizeof *v, cmp_seen);
-    struct fb_sc_rule *rules = fb_xcalloc(r->n ? r->n : 1, sizeof *rules);
-    size_t n = 0;
+    struct fb_sc_rule *learned = fb_xcalloc(r->n ? r->n : 1, sizeof *learned);
     for (size_t i = 0; i < r->n; i++) {
-        struct fb_sc_rule *x = &rules[n++];
+        struct fb_sc_rule *x = &learned[i];
         x->name = v[i].name;
         x->action = FB_SC_ALLOW;
         for (unsigned k = 0; k < 6; k++) {
@@ -88,7 +91,31 @@ static char *learned_json(const struct fb_policy *p, const char *out, const char
         x->comment = fb_xasprintf("used by the command: %lld call%s, first by %s", (long long)v[i].count,
                                   v[i].count == 1 ? "" : "s", v[i].comm[0] ? v[i].comm : "?");
     }
-    *nrules = n;
+    struct fb_sc_rule *rules = fb_xcalloc(r->n + p->seccomp.nrules + 1, sizeof *rules);
+    size_t n = 0;
+    for (size_t i = 0; i < r->n;) {
+        size_t e = i + 1;
+        while (e < r->n && !strcmp(learned[e].name, learned[i].name))
+            e++;
+        for (size_t b = 0; b < p->seccomp.nrules; b++) {
+            const struct fb_sc_rule *br = &p->seccomp.rules[b];
+            if (strcmp(br->name, learned[i].name))
+                continue;
+            bool keep = true;
+            for (size_t k = i; k < e && keep; k++)
+                keep = !seccomp_rules_overlap(br, &learned[k]);
+            if (!keep)
+                continue;
+            rules[n] = *br;
+            rules[n].comment = br->comment ? fb_xasprintf("from %s: %s", base, br->comment)
+                                           : fb_xasprintf("from %s", base);
+            n++;
+        }
+        for (size_t k = i; k < e; k++)
+            rules[n++] = learned[k];
+        i = e;
+    }
+    *nrules = r->n;
 
     const char *slash = strrchr(out, '/');
     cleanup_free char *name = fb_xstrdup(slash ? slash + 1 : out);
@@ -101,9 +128,12 @@ static char *learned_json(const struct fb_policy *p, const char *out, const char
     cleanup_free char *desc = fb_xasprintf("learned by fluebox learn from: %s", cmd);
     json_object_set_new(o, "description", json_string(desc));
     json_object_set_new(o, "comment",
-                        json_string("Every rule below is a system call the command made that the "
-                                    "extended profile denies. Review them before you use this "
-                                    "profile for anything but this command."));
+                        json_string("Every rule commented \"used by the command\" is a system call "
+                                    "the command made that the extended profile denies; rules "
+                                    "commented \"from ...\" repeat the extended profile's other "
+                                    "rules for those system calls (a profile's rules for a system "
+                                    "call replace the inherited ones). Review them before you use "
+                                    "this profile for anything but this command."));
     json_object_set_new(o, "extends", json_string(base));
     json_t *sc = json_object();
     json_object_set_new(sc, "rules", profile_rules_json(rules, n));
@@ -113,6 +143,7 @@ static char *learned_json(const struct fb_policy *p, const char *out, const char
     for (size_t i = 0; i < n; i++)
         free(rules[i].comment);
     free(rules);
+    free(learned);
     free(v);
     char *t = fb_xasprintf("%s\n", s ? s : "{}");
     free(s);

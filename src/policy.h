@@ -76,9 +76,11 @@ struct fb_sc_arg {
     uint64_t mask;     /* FB_SC_MASKED_EQ: (arg & mask) == value */
 };
 
-/* Rules are checked in array order and the first whose conditions all hold
- * decides (seccomp.c); a profile's own rules come before those of the profile
- * it extends (profile.c). Conditions of one rule are ANDed. */
+/* Per syscall, one unconditional rule or conditional rules, OR'ed, whose
+ * actions differ only where their conditions exclude each other; a call no
+ * rule matches gets the default (seccomp.h). A profile's rules for a syscall
+ * replace those of the profile it extends (profile.c). Conditions of one
+ * rule are ANDed, one per argument. */
 struct fb_sc_rule {
     char *name;                 /* syscall name, resolved by libseccomp */
     enum fb_sc_action action;

@@ -4,11 +4,12 @@
  *
  * A profile that extends another is applied over it: first the extended
  * profile, then this one. Scalars replace, lists (mounts, environment,
- * network allowlist) append, and seccomp rules are put in front of the
- * inherited ones, so that the first match — the extending profile's —
- * decides (seccomp.h). Every key is known: anything else is an error, and
- * every error names the file and the JSON path of the bad field. The format
- * is documented in docs/profiles.md. */
+ * network allowlist) append, and a profile's seccomp rules for a syscall
+ * replace every inherited rule for that syscall (seccomp.h: per syscall one
+ * unconditional rule or exclusive conditional ones, checked here per file so
+ * that errors name the rule). Every key is known: anything else is an error,
+ * and every error names the file and the JSON path of the bad field. The
+ * format is documented in docs/profiles.md. */
 #include "profile.h"
 
 #include "commands.h"
@@ -718,11 +719,38 @@ static int apply_namespaces(struct ld *l, struct fb_policy *p, json_t *ns)
     return get_comment(l, "namespaces", ns, NULL);
 }
 
-/* One argument condition. */
+/* At most this many values in one condition's list. */
+#define MAX_VALUES 256
+
+/* One value of a condition, checked against the argument's width and the
+ * mask; a negative 32-bit value may be written sign-extended (-1). */
+static int cond_value(struct ld *l, const char *vp, json_t *jv, const char *syscall,
+                      struct fb_sc_arg *a, bool is32, uint64_t *out)
+{
+    if (get_value(l, vp, jv, out) < 0)
+        return -1;
+    if (is32 && (*out >> 32) == 0xffffffffu && (*out & 0x80000000u))
+        *out &= 0xffffffffu;
+    if (is32 && (*out >> 32))
+        return perr(l, vp, "0x%llx does not fit argument %u of %s, which is 32 bits",
+                    (unsigned long long)*out, a->index, syscall);
+    if (a->op == FB_SC_MASKED_EQ && (*out & ~a->mask))
+        return perr(l, vp, "value has bits outside mask: the condition could never hold");
+    uint64_t max = is32 ? 0xffffffffu : ~(uint64_t)0;
+    if ((a->op == FB_SC_LT && *out == 0) || (a->op == FB_SC_GT && *out == max))
+        return perr(l, vp, "the condition could never hold");
+    return 0;
+}
+
+/* One argument condition: {"index", "op", "value", "mask"}. "value" may be a
+ * list (eq and masked_eq only): the condition holds for any of them, and the
+ * rule becomes one rule per value. The values go to *vals (malloc'ed). */
 static int parse_cond(struct ld *l, const char *path, json_t *j, const char *syscall,
-                      struct fb_sc_arg *a)
+                      struct fb_sc_arg *a, uint64_t **vals, size_t *nvals)
 {
     static const char *const keys[] = {"index", "op", "value", "mask", "comment", NULL};
+    *vals = NULL;
+    *nvals = 0;
     if (want_type(l, path, j, JSON_OBJECT, "an object {\"index\", \"op\", \"value\"}") < 0 ||
         check_keys(l, path, j, keys) < 0 || get_comment(l, path, j, NULL) < 0)
         return -1;
@@ -751,18 +779,7 @@ static int parse_cond(struct ld *l, const char *path, json_t *j, const char *sys
             return perr(l, sp, "expected one of eq, ne, lt, le, gt, ge, masked_eq");
         a->op = ops[i].op;
     }
-    key_path(sp, sizeof sp, path, "value");
-    if (!jv)
-        return perr(l, sp, "missing");
-    if (get_value(l, sp, jv, &a->value) < 0)
-        return -1;
     bool is32 = seccomp_arg_is32(syscall, a->index);
-    /* A negative 32-bit value may be written sign-extended (-1). */
-    if (is32 && (a->value >> 32) == 0xffffffffu && (a->value & 0x80000000u))
-        a->value &= 0xffffffffu;
-    if (is32 && (a->value >> 32))
-        return perr(l, sp, "0x%llx does not fit argument %u of %s, which is 32 bits",
-                    (unsigned long long)a->value, a->index, syscall);
     a->mask = 0;
     key_path(sp, sizeof sp, path, "mask");
     if (a->op == FB_SC_MASKED_EQ) {
@@ -774,11 +791,40 @@ static int parse_cond(struct ld *l, const char *path, json_t *j, const char *sys
             a->mask &= 0xffffffffu;
         if (is32 && (a->mask >> 32))
             return perr(l, sp, "does not fit argument %u of %s, which is 32 bits", a->index, syscall);
-        if (a->value & ~a->mask)
-            return perr(l, path, "value has bits outside mask: the condition could never hold");
     } else if (jm) {
         return perr(l, sp, "only \"masked_eq\" takes a mask");
     }
+    key_path(sp, sizeof sp, path, "value");
+    if (!jv)
+        return perr(l, sp, "missing");
+    if (!json_is_array(jv)) {
+        *vals = fb_xmalloc(sizeof **vals);
+        if (cond_value(l, sp, jv, syscall, a, is32, *vals) < 0) {
+            free(*vals);
+            *vals = NULL;
+            return -1;
+        }
+        *nvals = 1;
+        a->value = **vals;
+        return 0;
+    }
+    if (a->op != FB_SC_EQ && a->op != FB_SC_MASKED_EQ)
+        return perr(l, sp, "a list of values needs \"eq\" or \"masked_eq\"");
+    size_t n = json_array_size(jv);
+    if (n == 0 || n > MAX_VALUES)
+        return perr(l, sp, "expected from 1 to %d values", MAX_VALUES);
+    *vals = fb_xcalloc(n, sizeof **vals);
+    for (size_t i = 0; i < n; i++) {
+        char vp[256];
+        idx_path(vp, sizeof vp, sp, i);
+        if (cond_value(l, vp, json_array_get(jv, i), syscall, a, is32, &(*vals)[i]) < 0) {
+            free(*vals);
+            *vals = NULL;
+            return -1;
+        }
+    }
+    *nvals = n;
+    a->value = (*vals)[0];
     return 0;
 }
 
@@ -791,10 +837,26 @@ static void rules_free(struct fb_sc_rule *r, size_t n)
     free(r);
 }
 
+/* Rules parsed from one file, each with the index of the JSON rule it
+ * came from (a rule with "names" or a list of values makes several). */
+struct rule_list {
+    struct fb_sc_rule *r;
+    size_t *src;
+    size_t n;
+};
+
+static void rule_list_add(struct rule_list *rl, const struct fb_sc_rule *r, size_t src)
+{
+    rl->r = fb_xrealloc(rl->r, (rl->n + 1) * sizeof *rl->r);
+    rl->src = fb_xrealloc(rl->src, (rl->n + 1) * sizeof *rl->src);
+    rl->r[rl->n] = *r;
+    rl->src[rl->n] = src;
+    rl->n++;
+}
+
 /* A rule: {"name" | "names", "action", "errno", "args", "comment"}; one
- * fb_sc_rule per name, appended to *out. */
-static int parse_rule(struct ld *l, const char *path, json_t *j, struct fb_sc_rule **out,
-                      size_t *nout)
+ * fb_sc_rule per name and per value of a condition's list, appended to rl. */
+static int parse_rule(struct ld *l, const char *path, json_t *j, size_t ji, struct rule_list *rl)
 {
     static const char *const keys[] = {"name", "names", "action", "errno", "args", "comment", NULL};
     if (want_type(l, path, j, JSON_OBJECT, "an object {\"name\", \"action\"}") < 0 ||
@@ -882,6 +944,8 @@ static int parse_rule(struct ld *l, const char *path, json_t *j, struct fb_sc_ru
             break;
         }
         struct fb_sc_rule rr = r;
+        uint64_t *list = NULL; /* the one condition with several values */
+        size_t nlist = 1, klist = 0;
         if (jargs) {
             size_t k;
             json_t *c;
@@ -889,25 +953,61 @@ static int parse_rule(struct ld *l, const char *path, json_t *j, struct fb_sc_ru
                 char ap[256], cp[256];
                 key_path(ap, sizeof ap, path, "args");
                 idx_path(cp, sizeof cp, ap, k);
-                if (parse_cond(l, cp, c, name, &rr.args[k]) < 0) {
+                uint64_t *vals;
+                size_t nv;
+                if (parse_cond(l, cp, c, name, &rr.args[k], &vals, &nv) < 0) {
                     rc = -1;
                     break;
                 }
+                for (size_t m = 0; m < k && rc == 0; m++)
+                    if (rr.args[m].index == rr.args[k].index) {
+                        char ip[256];
+                        key_path(ip, sizeof ip, cp, "index");
+                        rc = perr(l, ip,
+                                  "argument %u is already compared by args[%zu] (a rule compares "
+                                  "each argument once)",
+                                  rr.args[k].index, m);
+                    }
+                if (rc == 0 && nv > 1 && list) {
+                    char vp[256];
+                    key_path(vp, sizeof vp, cp, "value");
+                    rc = perr(l, vp, "only one condition of a rule may list several values");
+                }
+                if (rc < 0) {
+                    free(vals);
+                    break;
+                }
+                if (nv > 1) {
+                    list = vals;
+                    nlist = nv;
+                    klist = k;
+                } else {
+                    free(vals);
+                }
             }
-            if (rc < 0)
+            if (rc < 0) {
+                free(list);
                 break;
+            }
             rr.nargs = (unsigned)json_array_size(jargs);
         }
-        rr.name = fb_xstrdup(name);
-        rr.comment = comment ? fb_xstrdup(comment) : NULL;
-        *out = fb_xrealloc(*out, (*nout + 1) * sizeof **out);
-        (*out)[(*nout)++] = rr;
+        for (size_t v = 0; v < nlist; v++) {
+            struct fb_sc_rule one_rule = rr;
+            if (list)
+                one_rule.args[klist].value = list[v];
+            one_rule.name = fb_xstrdup(name);
+            one_rule.comment = comment ? fb_xstrdup(comment) : NULL;
+            rule_list_add(rl, &one_rule, ji);
+        }
+        free(list);
     }
     free(comment);
     json_decref(one);
     return rc;
 }
 
+/* seccomp: "default" replaces; "rules" replace, syscall by syscall, every
+ * rule inherited for the same syscall (docs/profiles.md). */
 static int apply_seccomp(struct ld *l, struct fb_policy *p, json_t *sc)
 {
     static const char *const keys[] = {"default", "rules", "comment", NULL};
@@ -929,28 +1029,47 @@ static int apply_seccomp(struct ld *l, struct fb_policy *p, json_t *sc)
         return 0;
     if (want_type(l, "seccomp.rules", jr, JSON_ARRAY, "an array of rules") < 0)
         return -1;
-    struct fb_sc_rule *mine = NULL;
-    size_t n = 0;
+    struct rule_list mine = {0};
     size_t i;
     json_t *e;
     json_array_foreach(jr, i, e) {
         char ip[256];
         idx_path(ip, sizeof ip, "seccomp.rules", i);
-        if (parse_rule(l, ip, e, &mine, &n) < 0) {
-            rules_free(mine, n);
+        if (parse_rule(l, ip, e, i, &mine) < 0) {
+            rules_free(mine.r, mine.n);
+            free(mine.src);
             return -1;
         }
     }
-    /* This profile's rules first: the first match decides. */
-    struct fb_sc_rule *all = fb_xcalloc(n + p->seccomp.nrules + 1, sizeof *all);
-    if (n)
-        memcpy(all, mine, n * sizeof *all);
-    if (p->seccomp.nrules)
-        memcpy(all + n, p->seccomp.rules, p->seccomp.nrules * sizeof *all);
-    free(mine);
+    struct fb_err cerr = {0};
+    if (seccomp_check_rules(mine.r, mine.n, mine.src, &cerr) < 0) {
+        rules_free(mine.r, mine.n);
+        free(mine.src);
+        return perr(l, NULL, "%s", cerr.msg);
+    }
+    free(mine.src);
+    /* The inherited rules of every syscall this file has rules for go. */
+    struct fb_sc_rule *all = fb_xcalloc(mine.n + p->seccomp.nrules + 1, sizeof *all);
+    size_t n = 0;
+    for (size_t k = 0; k < p->seccomp.nrules; k++) {
+        struct fb_sc_rule *old = &p->seccomp.rules[k];
+        bool replaced = false;
+        for (size_t m = 0; m < mine.n && !replaced; m++)
+            replaced = !strcmp(mine.r[m].name, old->name);
+        if (replaced) {
+            free(old->name);
+            free(old->comment);
+        } else {
+            all[n++] = *old;
+        }
+    }
+    if (mine.n)
+        memcpy(all + n, mine.r, mine.n * sizeof *all);
+    n += mine.n;
+    free(mine.r);
     free(p->seccomp.rules);
     p->seccomp.rules = all;
-    p->seccomp.nrules += n;
+    p->seccomp.nrules = n;
     return 0;
 }
 
@@ -1269,7 +1388,10 @@ static json_t *value_json(const char *syscall, unsigned idx, uint64_t v)
     return json_string(buf);
 }
 
-static json_t *rule_args_json(const struct fb_sc_rule *r)
+/* The conditions of r; with list_k >= 0, condition list_k's value is the
+ * list of the values of rules[0..n) (a group made by same_but_value). */
+static json_t *rule_args_json(const struct fb_sc_rule *r, int list_k, const struct fb_sc_rule *rules,
+                              size_t n)
 {
     static const char *const ops[] = {"eq", "ne", "lt", "le", "gt", "ge", "masked_eq"};
     json_t *arr = json_array();
@@ -1278,7 +1400,14 @@ static json_t *rule_args_json(const struct fb_sc_rule *r)
         json_t *c = json_object();
         json_object_set_new(c, "index", json_integer(a->index));
         json_object_set_new(c, "op", json_string(ops[a->op <= FB_SC_MASKED_EQ ? a->op : 0]));
-        json_object_set_new(c, "value", value_json(r->name, a->index, a->value));
+        if ((int)k == list_k) {
+            json_t *vals = json_array();
+            for (size_t i = 0; i < n; i++)
+                json_array_append_new(vals, value_json(r->name, a->index, rules[i].args[k].value));
+            json_object_set_new(c, "value", vals);
+        } else {
+            json_object_set_new(c, "value", value_json(r->name, a->index, a->value));
+        }
         if (a->op == FB_SC_MASKED_EQ) {
             char buf[24];
             snprintf(buf, sizeof buf, "0x%llx", (unsigned long long)a->mask);
@@ -1289,11 +1418,38 @@ static json_t *rule_args_json(const struct fb_sc_rule *r)
     return arr;
 }
 
+static bool same_comment(const struct fb_sc_rule *a, const struct fb_sc_rule *b)
+{
+    return (!a->comment && !b->comment) || (a->comment && b->comment && !strcmp(a->comment, b->comment));
+}
+
+static bool same_action(const struct fb_sc_rule *a, const struct fb_sc_rule *b)
+{
+    return a->action == b->action && (a->action != FB_SC_ERRNO || a->errno_val == b->errno_val);
+}
+
+/* Consecutive unconditional rules with the same action and comment print
+ * as one rule with "names". */
 static bool same_group(const struct fb_sc_rule *a, const struct fb_sc_rule *b)
 {
-    return a->nargs == 0 && b->nargs == 0 && a->action == b->action &&
-           (a->action != FB_SC_ERRNO || a->errno_val == b->errno_val) &&
-           ((!a->comment && !b->comment) || (a->comment && b->comment && !strcmp(a->comment, b->comment)));
+    return a->nargs == 0 && b->nargs == 0 && same_action(a, b) && same_comment(a, b);
+}
+
+/* Is b the same rule as a but for the value of condition k (eq or
+ * masked_eq)? Such rules print as one rule with a list of values. */
+static bool same_but_value(const struct fb_sc_rule *a, const struct fb_sc_rule *b, unsigned k)
+{
+    if (strcmp(a->name, b->name) || !same_action(a, b) || !same_comment(a, b) ||
+        a->nargs != b->nargs || k >= a->nargs ||
+        (a->args[k].op != FB_SC_EQ && a->args[k].op != FB_SC_MASKED_EQ))
+        return false;
+    for (unsigned i = 0; i < a->nargs; i++) {
+        const struct fb_sc_arg *x = &a->args[i], *y = &b->args[i];
+        if (x->index != y->index || x->op != y->op ||
+            (x->op == FB_SC_MASKED_EQ && x->mask != y->mask) || (i != k && x->value != y->value))
+            return false;
+    }
+    return true;
 }
 
 json_t *profile_rules_json(const struct fb_sc_rule *rules, size_t n)
@@ -1302,10 +1458,19 @@ json_t *profile_rules_json(const struct fb_sc_rule *rules, size_t n)
     for (size_t i = 0; i < n;) {
         const struct fb_sc_rule *r = &rules[i];
         size_t k = i + 1;
+        int list_k = -1;
         while (k < n && same_group(r, &rules[k]))
             k++;
+        if (k == i + 1 && i + 1 < n)
+            for (unsigned c = 0; c < r->nargs && list_k < 0; c++)
+                if (same_but_value(r, &rules[i + 1], c) &&
+                    r->args[c].value != rules[i + 1].args[c].value)
+                    list_k = (int)c;
+        if (list_k >= 0)
+            while (k < n && k - i < MAX_VALUES && same_but_value(r, &rules[k], (unsigned)list_k))
+                k++;
         json_t *o = json_object();
-        if (k - i > 1) {
+        if (k - i > 1 && list_k < 0) {
             json_t *names = json_array();
             for (size_t m = i; m < k; m++)
                 json_array_append_new(names, json_string(rules[m].name));
@@ -1317,7 +1482,7 @@ json_t *profile_rules_json(const struct fb_sc_rule *rules, size_t n)
         json_object_set_new(o, "action", json_string(act));
         free(act);
         if (r->nargs)
-            json_object_set_new(o, "args", rule_args_json(r));
+            json_object_set_new(o, "args", rule_args_json(r, list_k, r, list_k >= 0 ? k - i : 0));
         if (r->comment)
             json_object_set_new(o, "comment", json_string(r->comment));
         json_array_append_new(arr, o);
@@ -1462,7 +1627,9 @@ char *profile_to_json(const struct fb_policy *p)
 static const char profile_usage[] =
     "Usage: fluebox profile list\n"
     "       fluebox profile show NAME|FILE   the effective policy, as a profile (JSON)\n"
-    "       fluebox profile check FILE...    validate; exit 0 if valid, 1 if not\n";
+    "       fluebox profile check FILE...    validate; exit 0 if valid, 1 if not\n"
+    "       fluebox profile bpf NAME|FILE [--seccomp-log|--learn]\n"
+    "                                        the seccomp filters, as libseccomp dumps them\n";
 
 int cmd_profile(int argc, char **argv)
 {
@@ -1519,8 +1686,11 @@ int cmd_profile(int argc, char **argv)
             struct fb_policy p;
             struct fb_err err = {0};
             policy_init(&p);
-            if (profile_load(&p, argv[i], &err) < 0 || seccomp_validate(&p, &err) < 0) {
+            if (profile_load(&p, argv[i], &err) < 0) {
                 fb_warn("%s", err.msg);
+                rc = 1;
+            } else if (seccomp_check_compile(&p, &err) < 0) {
+                fb_warn("%s: %s", argv[i], err.msg);
                 rc = 1;
             } else {
                 char *def = action_str(p.seccomp.default_action, p.seccomp.default_errno);
@@ -1535,6 +1705,28 @@ int cmd_profile(int argc, char **argv)
         }
         return rc;
     }
-    fb_warn("profile %s: unknown subcommand (list, show, check)", sub);
+    if (!strcmp(sub, "bpf")) {
+        enum fb_sc_mode mode = FB_SCM_ENFORCE;
+        if (argc == 3 && !strcmp(argv[2], "--seccomp-log"))
+            mode = FB_SCM_LOG;
+        else if (argc == 3 && !strcmp(argv[2], "--learn"))
+            mode = FB_SCM_LEARN;
+        else if (argc != 2) {
+            fputs(profile_usage, stderr);
+            return FB_EXIT_SETUP;
+        }
+        struct fb_policy p;
+        struct fb_err err = {0};
+        policy_init(&p);
+        int rc = 0;
+        fflush(stdout);
+        if (profile_load(&p, argv[1], &err) < 0 || seccomp_dump(&p, mode, 1, &err) < 0) {
+            fb_warn("%s", err.msg);
+            rc = 1;
+        }
+        policy_free(&p);
+        return rc;
+    }
+    fb_warn("profile %s: unknown subcommand (list, show, check, bpf)", sub);
     return FB_EXIT_SETUP;
 }

@@ -15,7 +15,6 @@
 struct fb_scn {
     int fd;
     bool learn;
-    struct fb_sc_prog *enforce; /* what the profile really answers */
     const struct fb_policy *p;
     void *req, *resp;
     size_t req_size, resp_size;
@@ -34,11 +33,6 @@ struct fb_scn *scnotify_new(const struct fb_policy *p, int fd, struct fb_err *er
     n->fd = fd;
     n->p = p;
     n->learn = p->seccomp.learn;
-    if (seccomp_compile(p, FB_SCM_ENFORCE, &n->enforce, err) < 0) {
-        close(fd);
-        free(n);
-        return NULL;
-    }
     /* The kernel's structures may be larger than our headers' (newer kernel). */
     n->req_size = sz.seccomp_notif > sizeof(struct seccomp_notif) ? sz.seccomp_notif
                                                                   : sizeof(struct seccomp_notif);
@@ -122,17 +116,13 @@ static bool handle_one(struct fb_scn *n)
     if (n->learn) {
         resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     } else {
-        uint32_t ret = seccomp_eval(n->enforce, &req->data);
-        uint32_t act = ret & SECCOMP_RET_ACTION_FULL;
-        if (act == SECCOMP_RET_ERRNO) {
-            errno_val = (int)(ret & SECCOMP_RET_DATA);
+        /* What the filters answer without --seccomp-log: the fixed rule's
+         * errno, else the profile's; a "log" rule lets the call through. */
+        errno_val = seccomp_notified_errno(n->p, &req->data);
+        if (errno_val)
             resp->error = -errno_val;
-        } else if (act == SECCOMP_RET_ALLOW || act == SECCOMP_RET_LOG) {
+        else
             resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-        } else {
-            errno_val = EPERM; /* cannot happen: nothing else is notified */
-            resp->error = -EPERM;
-        }
     }
     record(n, req, errno_val);
     /* ENOENT: the caller died (or was interrupted) meanwhile: nothing to do. */
@@ -165,7 +155,6 @@ void scnotify_finish(struct fb_scn *n, struct fb_sc_report *out)
     if (out)
         *out = n->rep;
     close(n->fd);
-    seccomp_prog_free(n->enforce);
     free(n->req);
     free(n->resp);
     free(n);

@@ -1,13 +1,15 @@
 /* scnotify.h — the supervisor's side of seccomp user notifications.
  *
- * With --seccomp-log or in learn mode the sandbox's filter answers what the
- * profile denies with SECCOMP_RET_USER_NOTIF, and init hands the listener fd
+ * With --seccomp-log or in learn mode the sandbox's profile filter answers
+ * what the profile denies with SECCOMP_RET_USER_NOTIF (with --seccomp-log,
+ * what the fixed rules deny with EPERM too), and init hands the listener fd
  * to the supervisor (FB_MSG_SECCOMP_FD). For each notification the
  * supervisor records the syscall (name, argument class, count, first caller)
  * and answers:
- *   --seccomp-log  with the errno the profile gives (seccomp_eval on the
- *                  enforcing filter), so the program sees exactly what it
- *                  would have seen, and the run report lists every denial;
+ *   --seccomp-log  with the errno the filters give without the flag
+ *                  (seccomp_notified_errno: the fixed rules', else the
+ *                  profile's), so the program sees exactly what it would
+ *                  have seen, and the run report lists every denial;
  *   learn          "continue" (SECCOMP_USER_NOTIF_FLAG_CONTINUE): the call
  *                  runs as if allowed, and learn.c turns the records into
  *                  profile rules.

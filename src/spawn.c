@@ -9,10 +9,12 @@
  *   send GO ------------------------------> setgroups/setresgid/setresuid to
  *                                            the inside ids (caps are kept:
  *                                            0 is not mapped, see userns.c)
- *                                           sethostname, net_setup_child
+ *   seccomp filters (libseccomp) --------->  sethostname, net_setup_child
+ *     (memfds, SECCOMP_PROG)
  *   egress_start <------- NETFDS ---------  (allow mode: DNS + listeners)
  *                                           mount_build: new root, pivot_root
- *                                           init_main: drop caps, seccomp
+ *                                           init_main: drop caps, load the
+ *                                            seccomp filters received
  *   wait READY <--------- READY ----------  fork the command / serve session
  *
  * The child opens its bind sources before changing ids so host permissions
@@ -25,6 +27,7 @@
 #include "init.h"
 #include "mount.h"
 #include "net.h"
+#include "seccomp.h"
 
 #include <fcntl.h>
 #include <grp.h>
@@ -302,6 +305,15 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
         fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
         goto fail_child;
     }
+    /* The seccomp filters are generated here, while the child builds its
+     * root; it waits for them just before it loads them (seccomp.h). */
+    enum fb_sc_mode scm = seccomp_mode(p, mode == FB_MODE_RUN);
+    if (scm == FB_SCM_LEARN && mode != FB_MODE_RUN) {
+        fb_errf(err, FB_EXIT_SETUP, "seccomp: learn mode needs a supervisor");
+        goto fail_child;
+    }
+    if (seccomp_send(p, scm, sb->ctl, err) < 0)
+        goto fail_child;
     for (;;) {
         struct fb_msg m;
         int fds[FB_CTL_MAX_FDS];

@@ -1,10 +1,12 @@
-/* bpf_run.h — a classic-BPF interpreter for seccomp programs, for tests:
- * runs the filter fluebox generates on a struct seccomp_data in user space so
- * that it can be compared with seccomp_eval(), the rule list's meaning.
- * Handles exactly what the kernel's seccomp checker accepts of what
- * seccomp.c emits (LD W ABS, ALU AND K, JA, JEQ/JGT/JGE K, RET K); anything
- * else, a jump out of range or falling off the end is reported as a failure
- * (returns 0xdeadbeef, which no seccomp action equals). Header-only. */
+/* bpf_run.h — a classic-BPF interpreter for seccomp programs, for tests
+ * only: runs the programs libseccomp exports for fluebox on a struct
+ * seccomp_data in user space, so that they can be compared with what the
+ * rules mean (seccomp_fixed_decision, seccomp_profile_decision). fluebox
+ * itself never builds or reads BPF instructions; this is the test's own
+ * model of the kernel's seccomp checker, limited to what libseccomp 2.5
+ * emits (LD W ABS, ALU AND K, JA, JEQ/JGT/JGE/JSET K, RET K). Anything else,
+ * a jump out of range or falling off the end is reported as a failure
+ * (returns BPF_RUN_BAD, which no seccomp action equals). Header-only. */
 #ifndef FB_BPF_RUN_H
 #define FB_BPF_RUN_H
 
@@ -45,6 +47,9 @@ static inline uint32_t bpf_run(const struct sock_filter *f, size_t n, const stru
             break;
         case BPF_JMP | BPF_JGE | BPF_K:
             pc += 1 + (a >= i->k ? i->jt : i->jf);
+            break;
+        case BPF_JMP | BPF_JSET | BPF_K:
+            pc += 1 + ((a & i->k) ? i->jt : i->jf);
             break;
         case BPF_RET | BPF_K:
             return i->k;

@@ -1,5 +1,6 @@
 # tests/fuzz/fuzz.mk — libFuzzer target for the profile parser and the seccomp
-# compiler (tests/fuzz/profile_fuzz.c). Included by the top-level Makefile.
+# filters libseccomp makes of it (tests/fuzz/profile_fuzz.c). Included by the
+# top-level Makefile.
 #
 #   make fuzz                 fuzz for FUZZ_TIME seconds (default 600); new
 #                             inputs go to build/fuzz-corpus, crashes to

@@ -96,9 +96,61 @@ bad "an unknown comparison" s9 "s9.json: seccomp.rules[0].args[0].op: expected o
 mk s10 '{"extends": "standard", "seccomp": {"rules": [{"name": "socket", "action": "allow", "args": [{"index": 0, "value": "AF_NOPE"}]}]}}'
 bad "an unknown constant" s10 's10.json: seccomp.rules[0].args[0].value: "AF_NOPE" is not a number or a known constant'
 mk s11 '{"extends": "standard", "seccomp": {"rules": [{"name": "mmap", "action": "allow", "args": [{"index": 2, "op": "masked_eq", "value": 6, "mask": 2}]}]}}'
-bad "a value with bits outside its mask" s11 "s11.json: seccomp.rules[0].args[0]: value has bits outside mask"
+bad "a value with bits outside its mask" s11 "s11.json: seccomp.rules[0].args[0].value: value has bits outside mask"
 mk s12 '{"seccomp": {"default": "errno(EPERM)", "rules": [{"name": "exit_group", "action": "allow"}]}}'
 bad "a profile that denies what fluebox's init needs" s12 "which fluebox's init needs to run the command"
+
+# --- what libseccomp can express (docs/profiles.md, "Seccomp rules") ----------------
+mk r1 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "socket", "action": "errno(EAFNOSUPPORT)"},
+  {"name": "read", "action": "allow"},
+  {"name": "socket", "action": "allow", "args": [{"index": 0, "value": "AF_UNIX"}]}]}}'
+bad "a conditional rule after an unconditional one for the same syscall" r1 'r1.json: seccomp.rules[2]: "socket" has an unconditional rule (rules[0]); conditional rules for it would be ignored'
+mk r2 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "socket", "action": "allow", "args": [{"index": 0, "value": "AF_UNIX"}]},
+  {"names": ["bind", "socket"], "action": "errno(EAFNOSUPPORT)"}]}}'
+bad "an unconditional rule after conditional ones (names list)" r2 'r2.json: seccomp.rules[1]: "socket" has conditional rules (rules[0]); an unconditional rule for it would replace them'
+mk r3 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "getppid", "action": "errno(EPERM)"}, {"name": "getppid", "action": "errno(EACCES)"}]}}'
+bad "two unconditional rules with different actions" r3 'r3.json: seccomp.rules[1]: "getppid" already has an unconditional rule with another action (rules[0])'
+mk r4 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "ioctl", "action": "allow", "args": [{"index": 1, "op": "masked_eq", "mask": "0xff00", "value": "0x5400"}]},
+  {"name": "ioctl", "action": "errno(ENOTTY)", "args": [{"index": 1, "value": ["FIONBIO", "TCGETS"]}]}]}}'
+bad "rules with different actions that match the same call" r4 'r4.json: seccomp.rules[1]: "ioctl": this rule (errno(ENOTTY)) and rules[0] (allow) both match ioctl(0, 0x5421); the rules of a syscall must exclude each other'
+mk r4b '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "socket", "action": "errno(EPERM)", "args": [{"index": 0, "value": "AF_PACKET"}]},
+  {"name": "socket", "action": "errno(EPERM)", "args": [{"index": 1, "op": "masked_eq", "mask": "0xf", "value": "SOCK_RAW"}]}]}}'
+bad "rules with the same action that match the same call" r4b 'r4b.json: seccomp.rules[1]: "socket": this rule and rules[0] both match socket(17, 3); the rules of a syscall must exclude each other'
+mk r4c '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "socket", "action": "errno(EPERM)", "args": [{"index": 0, "value": ["AF_PACKET", "AF_PACKET"]}]}]}}'
+run_fb profile check "$T/r4c.json"
+[ "$RC" = 0 ] && ok "the same rule twice is fine" || fail "the same rule twice" "$ERR"
+mk r5 '{"extends": "strict", "seccomp": {"rules": [
+  {"name": "socket", "action": "allow", "args": [{"index": 0, "value": "AF_INET"}]},
+  {"name": "socket", "action": "errno(EPERM)", "args": [{"index": 0, "op": "ne", "value": "AF_INET"}, {"index": 1, "value": 1}]}]}}'
+run_fb profile check "$T/r5.json"
+[ "$RC" = 0 ] && ok "rules with different actions and exclusive conditions are fine" || fail "exclusive rules" "$ERR"
+mk r6 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "mmap", "action": "errno(ENOMEM)", "args": [{"index": 1, "op": "gt", "value": "0x40000000"}, {"index": 1, "op": "lt", "value": "0x80000000"}]}]}}'
+bad "two comparisons of one argument in a rule" r6 "r6.json: seccomp.rules[0].args[1].index: argument 1 is already compared by args[0] (a rule compares each argument once)"
+mk r7 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "socket", "action": "errno(EPERM)", "args": [{"index": 0, "value": [17, 40]}, {"index": 1, "value": [1, 2]}]}]}}'
+bad "two lists of values in one rule" r7 "r7.json: seccomp.rules[0].args[1].value: only one condition of a rule may list several values"
+mk r8 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "socket", "action": "errno(EPERM)", "args": [{"index": 0, "op": "gt", "value": [17, 40]}]}]}}'
+bad "a list of values with a range" r8 'r8.json: seccomp.rules[0].args[0].value: a list of values needs "eq" or "masked_eq"'
+mk r9 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "mmap", "action": "errno(EPERM)", "args": [{"index": 1, "op": "lt", "value": 0}]}]}}'
+bad "a condition that never holds" r9 "r9.json: seccomp.rules[0].args[0].value: the condition could never hold"
+mk r10 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "mmap", "action": "errno(EPERM)", "args": [{"index": 0, "op": "ne", "value": 1}, {"index": 1, "op": "ne", "value": 2}]}]}}'
+bad "conditions that make too many comparisons" r10 'r10.json: seccomp.rules[0]: "mmap": the conditions make more than 128 comparisons'
+mk r11 '{"extends": "standard", "seccomp": {"rules": [
+  {"name": "socket", "action": "errno(EPERM)", "args": [{"index": 0, "value": ["AF_INET", "0x100000002"]}]}]}}'
+bad "a listed value too large for a 32-bit argument" r11 "r11.json: seccomp.rules[0].args[0].value[1]: 0x100000002 does not fit argument 0 of socket, which is 32 bits"
+mk r12 '{"extends": "standard", "seccomp": {"rules": [{"name": "getppid", "action": "allow"}, {"name": "getppid", "action": "allow"}]}}'
+run_fb profile check "$T/r12.json"
+[ "$RC" = 0 ] && ok "a rule with the profile's default action is accepted (and changes nothing)" || fail "a rule equal to the default" "$ERR"
 
 # --- extends --------------------------------------------------------------------
 mk cyc-a '{"extends": "cyc-b.json"}'

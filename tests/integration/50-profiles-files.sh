@@ -1,7 +1,7 @@
 # 50-profiles-files.sh — profile files: every section does what it says in a
-# real run, "extends" chains apply in order, a profile's own seccomp rules
-# win over the ones it extends (first match), and command-line options win
-# over the profile and are recorded as overrides in the report.
+# real run, "extends" chains apply in order, a profile's seccomp rules for a
+# syscall replace the ones it inherits for that syscall, and command-line
+# options win over the profile and are recorded as overrides in the report.
 . "$ROOT/tests/lib.sh"
 
 mkdir -p "$T/p/data" "$T/p/sub" "$T/fx"
@@ -23,6 +23,10 @@ for proto in (4, 9):
         socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, proto).close(); print("netlink%d ok" % proto)
     except OSError as x:
         print("netlink%d %s" % (proto, errno.errorcode.get(x.errno)))
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close(); print("inet ok")
+except OSError as x:
+    print("inet", errno.errorcode.get(x.errno))
 print("getppid", e(libc.syscall(ctypes.c_long(110))))
 print("sysinfo", e(libc.syscall(ctypes.c_long(99), ctypes.create_string_buffer(128))))
 print("uname", e(libc.syscall(ctypes.c_long(63), ctypes.create_string_buffer(512))))
@@ -38,7 +42,7 @@ has() { # test-name substring (in $OUT)
   case "$OUT" in *"$2"*) ok "$1" ;; *) fail "$1" "lacks '$2': $OUT $(printf %s "$ERR" | head -c 300)" ;; esac
 }
 
-# --- seccomp: first match, the extending profile first ---------------------------
+# --- seccomp: a profile's rules for a syscall replace the inherited ones -----------
 mk base.json '{"name": "base", "extends": "strict",
   "seccomp": {"rules": [
     {"name": "seccomp", "action": "allow", "comment": "the base allows it"},
@@ -54,16 +58,28 @@ calls strict
 has "strict: seccomp() is denied" "seccomp EPERM"
 has "strict: mkdir works" "mkdir ok"
 has "strict: sock_diag netlink is denied" "netlink4 EAFNOSUPPORT"
+has "strict: other netlink protocols too" "netlink9 EAFNOSUPPORT"
+has "strict: inet sockets work" "inet ok"
 calls "$T/p/base.json"
 has "a rule allows what the extended profile denies" "seccomp ok"
 has "a rule denies what the extended profile allows (errno(EACCES))" "mkdir EACCES"
+has "syscalls the file has no rules for keep the inherited rules (socket)" "netlink9 EAFNOSUPPORT"
 calls "$T/p/sub/child.json"
-has "the extending profile's rule wins (first match)" "seccomp ENOSYS"
+has "the extending profile's rule replaces the inherited one" "seccomp ENOSYS"
 has "rules of the whole chain apply (base's mkdir rule)" "mkdir EACCES"
 has "a conditional rule allows exactly its argument class" "netlink4 ok"
-has "... and not the neighbouring class" "netlink9 EAFNOSUPPORT"
+has "... and not the neighbouring class (strict's default)" "netlink9 EPERM"
+has "strict's other socket rules are replaced too (inet gets the default)" "inet EPERM"
 has "a 'log' rule allows the call" "getppid ok"
 has "calls no rule mentions keep strict's answer" "sysinfo ok"
+mk sub/child2.json '{"extends": "child.json", "seccomp": {"rules": [
+    {"name": "socket", "action": "allow", "args": [{"index": 0, "value": ["AF_INET", "AF_UNIX"]}]},
+    {"name": "socket", "action": "allow", "args": [{"index": 0, "value": "AF_NETLINK"}, {"index": 2, "value": [0, 4]}]},
+    {"name": "socket", "action": "errno(EAFNOSUPPORT)", "args": [{"index": 0, "value": "AF_NETLINK"}, {"index": 2, "op": "ge", "value": 5}]}]}}'
+calls "$T/p/sub/child2.json"
+has "rules that repeat what they keep: inet" "inet ok"
+has "rules that repeat what they keep: sock_diag" "netlink4 ok"
+has "a range on a 32-bit argument (protocol >= 5)" "netlink9 EAFNOSUPPORT"
 
 run_fb profile show "$T/p/sub/child.json"
 case "$OUT" in *'"comment": "effective policy, extends '*"base.json < strict"*) ok "show names the extends chain" ;; *) fail "show names the extends chain" "$(printf %s "$OUT" | head -c 400)" ;; esac
@@ -74,22 +90,33 @@ mk kill.json '{"extends": "standard", "seccomp": {"rules": [{"name": "getppid", 
 expect_rc "a 'kill' rule kills the process (SIGSYS, 128+31)" 159 run --profile "$T/p/kill.json" -- python3 -c 'import os; os.getppid()'
 
 mk args.json '{"extends": "standard", "seccomp": {"rules": [
-  {"name": "uname", "action": "errno(EDOM)", "args": [{"index": 0, "op": "masked_eq", "value": "0x10", "mask": "0x30"}]},
-  {"name": "uname", "action": "errno(ERANGE)", "args": [{"index": 0, "op": "gt", "value": "0x7fff00000000"}, {"index": 0, "op": "lt", "value": "0x800000000000"}]}]}}'
+  {"name": "uname", "action": "errno(EDOM)", "args": [{"index": 0, "op": "masked_eq", "value": "0x10", "mask": "0xffff800000000030"}]},
+  {"name": "uname", "action": "errno(ERANGE)", "args": [{"index": 0, "op": "ge", "value": "0x800000000000"}]},
+  {"name": "kill", "action": "errno(EDOM)", "args": [{"index": 1, "op": "ge", "value": 40}]},
+  {"name": "getpriority", "action": "errno(EXDEV)", "args": [{"index": 0, "op": "ne", "value": 0}, {"index": 1, "value": 7}]}]}}'
 run_fb run --profile "$T/p/args.json" -- python3 -c '
 import ctypes, errno
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
-def t(v):
-    r = libc.syscall(ctypes.c_long(63), ctypes.c_ulong(v))
+def t(nr, *v):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_ulong(x) for x in v])
     return "ok" if r >= 0 else errno.errorcode.get(ctypes.get_errno())
 buf = ctypes.create_string_buffer(512)
 a = ctypes.addressof(buf)
-print("plain", t(a), "masked", t(0x90), "range", t(0x7fff00000020), "above", t(0x800000000020))'
+print("plain", t(63, a), "masked", t(63, 0x90), "range", t(63, 0x800000000020), "below", t(63, 0x7fff00000020))
+nopid = 0x7ffffff0   # no such process: a signal the filter lets through gets ESRCH
+print("sig45", t(62, nopid, 45), "sig45hi", t(62, nopid, (1 << 32) | 45), "sig1hi", t(62, nopid, (1 << 32) | 1))
+print("prio_ne", t(140, 1, 7), "prio_eq", t(140, 0, 7), "prio_other", t(140, 1, 8))'
 has "masked_eq matches (arg & mask) == value" "masked EDOM"
-has "two conditions on one argument make a range" "range ERANGE"
-has "outside the range the kernel answers" "above EFAULT"
+has "ge on a 64-bit argument" "range ERANGE"
+has "below the range the kernel answers" "below EFAULT"
 has "a real buffer passes" "plain ok"
+has "ge on a 32-bit argument (signal 45)" "sig45 EDOM"
+has "a 32-bit argument is compared on its low 32 bits (45 | 1 << 32)" "sig45hi EDOM"
+has "... and high garbage does not make a range match (1 | 1 << 32)" "sig1hi ESRCH"
+has "ne and eq in one rule: both hold" "prio_ne EXDEV"
+has "ne and eq in one rule: ne fails (the kernel answers)" "prio_eq ESRCH"
+has "ne and eq in one rule: eq fails (the kernel answers)" "prio_other ESRCH"
 
 # --- filesystem, environment, identity ----------------------------------------------
 mk fs.json '{"extends": "standard",

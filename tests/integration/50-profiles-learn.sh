@@ -47,12 +47,17 @@ try:
     print("audit-socket ok")
 except OSError as e:
     print("audit-socket", errno.errorcode.get(e.errno, "?"))
+try:
+    socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+    print("inet ok")
+except OSError as e:
+    print("inet", errno.errorcode.get(e.errno, "?"))
 EOF
 chmod -R a+rX "$T/fx"
 
 # --- strict refuses, learn learns -------------------------------------------------
 run_fb run --profile strict --ro-bind "$T/fx:/fx" -- python3 /fx/needs.py
-case "$OUT" in *"bad: sock_diag:EAFNOSUPPORT seccomp:EPERM io_setup:EPERM prctl:EINVAL"*)
+case "$OUT" in *"bad: sock_diag:EAFNOSUPPORT seccomp:EPERM io_setup:EPERM prctl:EPERM"*)
   ok "strict denies what the program needs" ;; *) fail "strict denies what the program needs" "exit $RC: $OUT $ERR" ;; esac
 
 run_fb learn --out "$T/out/needs.json" --ro-bind "$T/fx:/fx" -- python3 /fx/needs.py
@@ -65,11 +70,19 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 assert p["extends"] == "strict", p["extends"]
 rules = p["seccomp"]["rules"]
-got = {}
+got, kept = {}, {}
 for r in rules:
+    c = r.get("comment", "")
+    names = r.get("names", [r.get("name")])
+    if c.startswith("from strict"):
+        # strict's other rules for a learned syscall, repeated: a profile's
+        # rules for a syscall replace the inherited ones
+        for n in names:
+            kept.setdefault(n, []).append(r)
+        continue
     assert r["action"] == "allow", r
-    assert r.get("comment", "").startswith("used by the command"), r
-    for n in r.get("names", [r.get("name")]):
+    assert c.startswith("used by the command"), r
+    for n in names:
         got.setdefault(n, []).append(r.get("args", []))
 assert set(got) == {"socket", "seccomp", "io_setup", "io_destroy", "prctl"}, sorted(got)
 # argument classes: strict decides socket by family and protocol, prctl by option
@@ -78,6 +91,12 @@ assert {(a["index"], a["value"]) for a in sock} == {(0, "AF_NETLINK"), (2, 4)}, 
 (pr,) = got["prctl"]
 assert [(a["index"], a["value"]) for a in pr] == [(0, "PR_GET_TSC")], pr
 assert got["seccomp"] == [[]] and got["io_setup"] == [[]] and got["io_destroy"] == [[]]
+# only socket and prctl have conditional rules in strict, and they are kept
+# but for the one that denied the learned call (netlink protocol 4)
+assert set(kept) == {"socket", "prctl"}, sorted(kept)
+protos = [a["value"] for r in kept["socket"] for a in r.get("args", []) if a["index"] == 2 and a["op"] == "eq"]
+flat = [v for x in protos for v in (x if isinstance(x, list) else [x])]
+assert 4 not in flat and 9 in flat and 0 in flat, protos  # 0: NETLINK_ROUTE
 EOF
 
 expect_out "profile check accepts the learned profile" "needs.json: ok (extends strict" profile check "$T/out/needs.json"
@@ -85,7 +104,8 @@ run_fb run --profile "$T/out/needs.json" --ro-bind "$T/fx:/fx" -- python3 /fx/ne
 case "$OUT" in *"bad: none"*) [ "$RC" = 0 ] && ok "the program succeeds under the learned profile" || fail "under the learned profile" "exit $RC" ;;
   *) fail "the program succeeds under the learned profile" "exit $RC: $OUT $ERR" ;; esac
 run_fb run --profile "$T/out/needs.json" --ro-bind "$T/fx:/fx" -- python3 /fx/extra.py
-case "$OUT" in *"set_tsc EINVAL"*"ptrace EPERM"*) ok "learned: other prctl options and syscalls stay denied" ;; *) fail "learned: others stay denied" "$OUT $ERR" ;; esac
+case "$OUT" in *"set_tsc EPERM"*"ptrace EPERM"*) ok "learned: other prctl options and syscalls stay denied" ;; *) fail "learned: others stay denied" "$OUT $ERR" ;; esac
+case "$OUT" in *"inet ok"*) ok "learned: what strict allowed of a learned syscall still works (inet sockets)" ;; *) fail "learned: inet sockets" "$OUT" ;; esac
 case "$OUT" in *"audit-socket EAFNOSUPPORT"*) ok "learned: other netlink protocols stay denied" ;; *) fail "learned: other netlink protocols stay denied" "$OUT" ;; esac
 
 # --- fixed rules stay while learning -------------------------------------------------
@@ -114,7 +134,7 @@ expect_err "learn without a command" 125 "missing \"--\" before the command" lea
 # --- --seccomp-log --------------------------------------------------------------------
 rm -f "$T/rep.json"
 run_fb run --profile strict --seccomp-log --report "$T/rep.json" --ro-bind "$T/fx:/fx" -- python3 /fx/needs.py
-case "$OUT" in *"bad: sock_diag:EAFNOSUPPORT seccomp:EPERM io_setup:EPERM prctl:EINVAL"*)
+case "$OUT" in *"bad: sock_diag:EAFNOSUPPORT seccomp:EPERM io_setup:EPERM prctl:EPERM"*)
   ok "--seccomp-log: the program sees the same errors" ;; *) fail "--seccomp-log: same errors" "$OUT" ;; esac
 python3 - "$T/rep.json" <<'EOF' && ok "--seccomp-log: the report lists each denial with count, errno and process" || fail "--seccomp-log report" "$(head -c 800 "$T/rep.json")"
 import json, sys
@@ -123,7 +143,7 @@ s = r["seccomp"]
 assert s["mode"] == "log"
 d = {x["syscall"]: x for x in s["denied"]}
 assert d["seccomp"]["errno"] == "EPERM" and d["io_setup"]["errno"] == "EPERM", d
-assert d["prctl"]["errno"] == "EINVAL" and d["socket"]["errno"] == "EAFNOSUPPORT", d
+assert d["prctl"]["errno"] == "EPERM" and d["socket"]["errno"] == "EAFNOSUPPORT", d
 assert all(x["count"] >= 1 and x["first_comm"] for x in s["denied"])
 assert r["seccomp_denials"] == s["notified"] >= 4, (r["seccomp_denials"], s["notified"])
 EOF

@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/suites/fuzz-profile.sh — a short libFuzzer run of the profile parser
-# and seccomp compiler (tests/fuzz/profile_fuzz.c) inside make check: loading,
-# BPF against the rule list's meaning, and the show/load round trip.
+# and the seccomp filters libseccomp makes of it (tests/fuzz/profile_fuzz.c)
+# inside make check: loading, every filter's answers against the rules'
+# meaning, and the show/load round trip.
 # Longer runs: make fuzz (FUZZ_TIME=seconds). Prints ok/not ok lines.
 # FUZZ_SECONDS (default 25) sets the length of this run.
 cd "$(dirname "$0")/../.." || exit 1
