@@ -76,9 +76,8 @@ struct fb_sc_arg {
     uint64_t mask;     /* FB_SC_MASKED_EQ: (arg & mask) == value */
 };
 
-/* Per syscall, one unconditional rule or conditional rules, OR'ed, whose
- * actions differ only where their conditions exclude each other; a call no
- * rule matches gets the default (seccomp.h). A profile's rules for a syscall
+/* Per syscall, one unconditional rule or conditional rules, OR'ed, that
+ * exclude each other; a call no rule matches gets the default (seccomp.h). A profile's rules for a syscall
  * replace those of the profile it extends (profile.c). Conditions of one
  * rule are ANDed, one per argument. */
 struct fb_sc_rule {

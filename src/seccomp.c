@@ -8,9 +8,10 @@
  *   - per syscall, one unconditional rule or conditional rules: libseccomp
  *     lets an unconditional rule absorb the conditional ones of the same
  *     syscall, so fluebox refuses the mix;
- *   - conditional rules are OR'ed and must not overlap when their actions
- *     differ (which one would win is libseccomp's internal order), which
- *     fluebox checks exactly;
+ *   - conditional rules are OR'ed and must not overlap (which rule of two
+ *     actions would win is libseccomp's internal order; and on rules of one
+ *     action that overlap, libseccomp 2.5's tree pruning takes time out of
+ *     all proportion and leaks memory), which fluebox checks exactly;
  *   - a rule compares each argument once; a call no rule matches gets the
  *     filter's default action; a rule with the default action is not added
  *     (libseccomp refuses it; it changes nothing).

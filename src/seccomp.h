@@ -14,7 +14,7 @@
  *
  * Rule semantics (docs/profiles.md): per syscall, either one unconditional
  * rule, or conditional rules (at most one comparison per argument each) that
- * are OR'ed; rules with different actions must not match the same call.
+ * are OR'ed and must not match the same call.
  * A call no rule matches gets seccomp.default. Order does not matter.
  *
  * Filters are compiled in the supervisor, after clone3 while the child
@@ -105,8 +105,8 @@ bool seccomp_arg_is32(const char *name, unsigned idx);
 /* ---- checking rules ---- */
 
 /* The rule list's own consistency, per syscall: an unconditional rule is
- * the syscall's only rule; rules with different actions never match the
- * same call; each rule's conditions expand to a bounded number of
+ * the syscall's only rule; no two rules match the same call (unless they
+ * are the same rule); the rules' conditions expand to a bounded number of
  * comparisons. idx (may be NULL) maps a rule to the index it is reported
  * by: with idx, messages read "seccomp.rules[4]: \"socket\" has an
  * unconditional rule (rules[2]); ..."; without, "seccomp: ...". */
