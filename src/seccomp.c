@@ -63,6 +63,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <linux/netlink.h>
 
 #ifndef TIOCLINUX
@@ -1191,29 +1192,33 @@ static int new_memfd(struct fb_err *err)
     return fd;
 }
 
+/* libseccomp's program for ctx, written to the (empty) file fd. */
+static int export_into(scmp_filter_ctx ctx, int fd, struct fb_err *err)
+{
+    int rc = seccomp_export_bpf(ctx, fd);
+    if (rc < 0)
+        return fb_errf(err, FB_EXIT_SETUP, "seccomp: exporting the filter: %s", strerror(-rc));
+    off_t sz = lseek(fd, 0, SEEK_END);
+    if (sz <= 0 || sz % (off_t)sizeof(struct sock_filter))
+        return fb_errf(err, FB_EXIT_SETUP, "seccomp: libseccomp exported %lld bytes",
+                       (long long)sz);
+    if (sz > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "seccomp: the rules make a filter of %lld instructions, more than the "
+                       "kernel takes (%d)",
+                       (long long)(sz / (off_t)sizeof(struct sock_filter)), BPF_MAXINSNS);
+    return 0;
+}
+
 /* libseccomp's program for ctx, into a new memfd. */
 static int export_fd(scmp_filter_ctx ctx, struct fb_err *err)
 {
     int fd = new_memfd(err);
     if (fd < 0)
         return -1;
-    int rc = seccomp_export_bpf(ctx, fd);
-    if (rc < 0) {
+    if (export_into(ctx, fd, err) < 0) {
         close(fd);
-        return fb_errf(err, FB_EXIT_SETUP, "seccomp: exporting the filter: %s", strerror(-rc));
-    }
-    off_t sz = lseek(fd, 0, SEEK_END);
-    if (sz <= 0 || sz % (off_t)sizeof(struct sock_filter)) {
-        close(fd);
-        return fb_errf(err, FB_EXIT_SETUP, "seccomp: libseccomp exported %lld bytes",
-                       (long long)sz);
-    }
-    if (sz > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter))) {
-        close(fd);
-        return fb_errf(err, FB_EXIT_SETUP,
-                       "seccomp: the rules make a filter of %lld instructions, more than the "
-                       "kernel takes (%d)",
-                       (long long)(sz / (off_t)sizeof(struct sock_filter)), BPF_MAXINSNS);
+        return -1;
     }
     return fd;
 }
@@ -1344,20 +1349,179 @@ int seccomp_dump(const struct fb_policy *p, enum fb_sc_mode mode, int fd, struct
 
 /* ---- passing and loading ---- */
 
-int seccomp_send(const struct fb_policy *p, enum fb_sc_mode mode, int ctl, struct fb_err *err)
+static void job_init(struct fb_sc_job *job)
 {
+    memset(job, 0, sizeof *job);
+    job->pr.fd[0] = job->pr.fd[1] = -1;
+    job->helper = -1;
+    job->errfd = -1;
+}
+
+int seccomp_job_start(const struct fb_policy *p, enum fb_sc_mode mode, struct fb_sc_job *job,
+                      struct fb_err *err)
+{
+    job_init(job);
     if (!p->seccomp.enabled)
         return 0;
-    struct fb_sc_progs pr;
-    if (seccomp_programs(p, mode, &pr, err) < 0)
+    job->active = true;
+    uint64_t key = seccomp_policy_key(p);
+    static const bool order_fixed[2] = {true, false}; /* load order: header comment */
+    bool need[2] = {false, false};
+    for (size_t i = 0; i < 2; i++) {
+        int fd = new_memfd(err);
+        if (fd < 0) {
+            seccomp_job_cancel(job);
+            return -1;
+        }
+        job->pr.fd[i] = fd;
+        job->pr.n = i + 1;
+        unsigned flags = 0;
+        if (mode == FB_SCM_AUDIT)
+            flags |= SECCOMP_FILTER_FLAG_LOG;
+        if (!order_fixed[i] && profile_notifies(p, mode))
+            flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER;
+        job->pr.flags[i] = flags;
+        const struct fb_sc_precompiled *e =
+            precompiled(order_fixed[i], key, prog_mode(order_fixed[i], mode));
+        if (!e) {
+            need[i] = true;
+            continue;
+        }
+        if (!order_fixed[i])
+            job->pr.precompiled = true;
+        if (fb_write_all(fd, e->prog, (size_t)e->len * sizeof *e->prog) < 0) {
+            fb_errno(err, FB_EXIT_SETUP, "seccomp: writing the filter");
+            seccomp_job_cancel(job);
+            return -1;
+        }
+    }
+    if (!need[0] && !need[1])
+        return 0;
+    /* libseccomp takes milliseconds: a helper process compiles while this
+     * one creates the sandbox and the sandbox builds its root. */
+    int pfd[2];
+    bool piped = pipe2(pfd, O_CLOEXEC) == 0;
+    pid_t pid = piped ? fork() : -1;
+    if (pid == 0) {
+        close(pfd[0]);
+        struct fb_err e2 = {0};
+        for (size_t i = 0; i < 2; i++) {
+            scmp_filter_ctx ctx;
+            if (!need[i])
+                continue;
+            if (build_ctx(p, order_fixed[i], mode, &ctx, &e2) < 0)
+                break;
+            int rc = export_into(ctx, job->pr.fd[i], &e2);
+            seccomp_release(ctx);
+            if (rc < 0)
+                break;
+        }
+        if (e2.msg[0])
+            fb_write_all(pfd[1], e2.msg, strlen(e2.msg));
+        _exit(e2.msg[0] ? 1 : 0);
+    }
+    if (pid > 0) {
+        close(pfd[1]);
+        job->helper = pid;
+        job->errfd = pfd[0];
+        return 0;
+    }
+    /* No helper: compile here. */
+    if (piped) {
+        close(pfd[0]);
+        close(pfd[1]);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        scmp_filter_ctx ctx;
+        if (!need[i])
+            continue;
+        int rc = build_ctx(p, order_fixed[i], mode, &ctx, err);
+        if (rc == 0) {
+            rc = export_into(ctx, job->pr.fd[i], err);
+            seccomp_release(ctx);
+        }
+        if (rc < 0) {
+            seccomp_job_cancel(job);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Wait for the helper; its error text, if any, goes to err. */
+static int job_wait(struct fb_sc_job *job, struct fb_err *err)
+{
+    if (job->helper < 0)
+        return 0;
+    char msg[sizeof err->msg];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(job->errfd, msg + n, sizeof msg - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+        if (n == sizeof msg - 1)
+            break;
+    }
+    msg[n] = 0;
+    close(job->errfd);
+    job->errfd = -1;
+    int st = 0;
+    while (waitpid(job->helper, &st, 0) < 0 && errno == EINTR)
+        ;
+    job->helper = -1;
+    if (n)
+        return fb_errf(err, FB_EXIT_SETUP, "%s", msg);
+    if (!WIFEXITED(st) || WEXITSTATUS(st))
+        return fb_errf(err, FB_EXIT_SETUP, "seccomp: generating the filters failed");
+    return 0;
+}
+
+int seccomp_job_send(struct fb_sc_job *job, int ctl, struct fb_err *err)
+{
+    if (!job->active)
+        return 0;
+    if (job_wait(job, err) < 0) {
+        seccomp_job_cancel(job);
         return -1;
-    struct fb_msg m = {.type = FB_MSG_SECCOMP_PROG, .code = (int32_t)pr.n};
-    m.arg = (int64_t)(pr.flags[0] | (uint64_t)pr.flags[1] << 16);
+    }
+    struct fb_msg m = {.type = FB_MSG_SECCOMP_PROG, .code = (int32_t)job->pr.n};
+    m.arg = (int64_t)(job->pr.flags[0] | (uint64_t)job->pr.flags[1] << 16);
     /* If this fails the child is gone: it said why (FB_MSG_ERR) before it
      * went, and the caller's next read says so better than EPIPE here. */
-    ctl_send(ctl, &m, pr.fd, pr.n);
-    seccomp_programs_close(&pr);
+    ctl_send(ctl, &m, job->pr.fd, job->pr.n);
+    seccomp_job_cancel(job);
     return 0;
+}
+
+void seccomp_job_close(struct fb_sc_job *job)
+{
+    seccomp_programs_close(&job->pr);
+    if (job->errfd >= 0)
+        close(job->errfd);
+    job->errfd = -1;
+    job->helper = -1;
+}
+
+void seccomp_job_cancel(struct fb_sc_job *job)
+{
+    if (job->helper > 0) {
+        kill(job->helper, SIGKILL);
+        while (waitpid(job->helper, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    seccomp_job_close(job);
+    job->active = false;
+}
+
+int seccomp_send(const struct fb_policy *p, enum fb_sc_mode mode, int ctl, struct fb_err *err)
+{
+    struct fb_sc_job job;
+    if (seccomp_job_start(p, mode, &job, err) < 0)
+        return -1;
+    return seccomp_job_send(&job, ctl, err);
 }
 
 /* Load the program in memfd fd. Returns the listener fd, 0 without one, -1. */

@@ -64,11 +64,30 @@ int seccomp_programs(const struct fb_policy *p, enum fb_sc_mode mode, struct fb_
                      struct fb_err *err);
 void seccomp_programs_close(struct fb_sc_progs *pr);
 
-/* Supervisor: generate the filters and send them to the sandbox's init over
- * the control socket (FB_MSG_SECCOMP_PROG). Nothing is sent when p has no
- * seccomp; seccomp_receive_and_load() then expects nothing either. Fails
- * only when the filters cannot be made: a child that went away first has
- * left its reason on ctl. */
+/* Supervisor: the filters of one sandbox, generated while it is created.
+ * seccomp_job_start() looks them up or, for a filter not built in, starts
+ * a helper process that compiles it (libseccomp takes milliseconds: the
+ * sandbox is created and builds its root meanwhile); seccomp_job_send()
+ * waits for it and sends the filters to the sandbox's init over the
+ * control socket (FB_MSG_SECCOMP_PROG). Nothing is sent when p has no
+ * seccomp; seccomp_receive_and_load() then expects nothing either.
+ * seccomp_job_send() fails only when the filters cannot be made (a child
+ * that went away first has left its reason on ctl); it always ends the job,
+ * as seccomp_job_cancel() does (which also stops the helper).
+ * seccomp_job_close() only closes the job's descriptors: for the sandbox's
+ * process, which inherits them. */
+struct fb_sc_job {
+    bool active;
+    struct fb_sc_progs pr;
+    pid_t helper; /* compiling, or -1 */
+    int errfd;    /* the helper's error text (a pipe), or -1 */
+};
+int seccomp_job_start(const struct fb_policy *p, enum fb_sc_mode mode, struct fb_sc_job *job,
+                      struct fb_err *err);
+int seccomp_job_send(struct fb_sc_job *job, int ctl, struct fb_err *err);
+void seccomp_job_cancel(struct fb_sc_job *job);
+void seccomp_job_close(struct fb_sc_job *job);
+/* seccomp_job_start() then seccomp_job_send(). */
 int seccomp_send(const struct fb_policy *p, enum fb_sc_mode mode, int ctl, struct fb_err *err);
 
 /* Sandbox's init: wait for FB_MSG_SECCOMP_PROG on ctl and load the filters

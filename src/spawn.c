@@ -9,8 +9,9 @@
  *   send GO ------------------------------> setgroups/setresgid/setresuid to
  *                                            the inside ids (caps are kept:
  *                                            0 is not mapped, see userns.c)
- *   seccomp filters (libseccomp) --------->  sethostname, net_setup_child
- *     (memfds, SECCOMP_PROG)
+ *   (seccomp filters: built in, or a
+ *    helper compiling since the start)
+ *   SECCOMP_PROG (memfds) ---------------->  sethostname, net_setup_child
  *   egress_start <------- NETFDS ---------  (allow mode: DNS + listeners)
  *                                           mount_build: new root, pivot_root
  *                                           init_main: drop caps, load the
@@ -253,9 +254,21 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     sb->start_ns = fb_now_ns();
     userns_host_ids(p, &sb->ids);
 
+    /* The seccomp filters: looked up, or compiled by a helper process while
+     * the sandbox is created and builds its root; sent once it waits for
+     * them, just before it loads them (seccomp.h). */
+    enum fb_sc_mode scm = seccomp_mode(p, mode == FB_MODE_RUN);
+    if (scm == FB_SCM_LEARN && mode != FB_MODE_RUN)
+        return fb_errf(err, FB_EXIT_SETUP, "seccomp: learn mode needs a supervisor");
+    struct fb_sc_job scj;
+    if (seccomp_job_start(p, scm, &scj, err) < 0)
+        return -1;
+
     if (wants_cgroup(p)) {
-        if (cgroup_create(p, &sb->cg, err) < 0)
+        if (cgroup_create(p, &sb->cg, err) < 0) {
+            seccomp_job_cancel(&scj);
             return -1;
+        }
         const char *missing = cgroup_not_applied(sb->cg);
         if (missing && strstr(missing, "pids"))
             sb->nproc_fallback = true;
@@ -288,6 +301,7 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     }
     if (pid == 0) {
         close(sv[0]);
+        seccomp_job_close(&scj); /* the supervisor's: it sends them */
         child_main(p, mode, sv[1], &pre, &sb->ids, sb->nproc_fallback, sb->cg);
     }
     close(sv[1]);
@@ -305,14 +319,7 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
         fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
         goto fail_child;
     }
-    /* The seccomp filters are generated here, while the child builds its
-     * root; it waits for them just before it loads them (seccomp.h). */
-    enum fb_sc_mode scm = seccomp_mode(p, mode == FB_MODE_RUN);
-    if (scm == FB_SCM_LEARN && mode != FB_MODE_RUN) {
-        fb_errf(err, FB_EXIT_SETUP, "seccomp: learn mode needs a supervisor");
-        goto fail_child;
-    }
-    if (seccomp_send(p, scm, sb->ctl, err) < 0)
+    if (seccomp_job_send(&scj, sb->ctl, err) < 0)
         goto fail_child;
     for (;;) {
         struct fb_msg m;
@@ -357,10 +364,12 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     }
 
 fail_child:
+    seccomp_job_cancel(&scj);
     sandbox_kill(sb);
     sandbox_release(sb);
     return -1;
 fail:
+    seccomp_job_cancel(&scj);
     premounts_free(p, &pre);
     cgroup_destroy(sb->cg);
     sb->cg = NULL;
