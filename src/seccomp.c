@@ -34,16 +34,26 @@
  *     open/openat with O_CREAT or O_TMPFILE, creat, mknod with either bit)
  *     and personality other than PER_LINUX, PER_LINUX32 and the query fail
  *     with EPERM;
- *   profile: seccomp.default and seccomp.rules.
- * Load order: the fixed filter last, so that when both answer with an errno
- * (clone3 under a default-deny profile) its errno is the one the caller
- * sees. With --seccomp-log the profile filter is loaded last and has the
- * listener (a task may have one): its errno rules become notifications, and
- * the fixed EPERM rules are merged into it as notifications too (the profile
- * rules restricted to the calls those rules do not cover), so that the
- * supervisor sees and counts them; the fixed filter still returns a
- * notification for them, which without a listener fails the call: nothing
- * the fixed rules deny gets through even if the merge were wrong. */
+ *   profile: seccomp.default and seccomp.rules, and the fixed ENOSYS rules.
+ * Load order: the fixed filter first, because loading the second filter is
+ * a seccomp() call that the first must allow (strict does not). When both
+ * answer with an errno the kernel takes the last loaded filter's, the
+ * profile's: so the fixed ENOSYS answers are in the profile filter too
+ * (clone3 under a default-deny profile must stay ENOSYS for libc to fall
+ * back to clone). With --seccomp-log and learn the profile filter has the
+ * listener (a task may have one, and the filter that answers last on a tie
+ * is the one whose listener is asked): its errno rules become
+ * notifications; with --seccomp-log the fixed EPERM rules are merged into
+ * it as notifications too (the profile's rules restricted to the calls
+ * those rules do not cover), so that the supervisor sees and counts them;
+ * the fixed filter still returns a notification for them, which without a
+ * listener fails the call: nothing the fixed rules deny gets through even
+ * if the merge were wrong.
+ *
+ * Built-in profiles' filters are compiled at build time (the table
+ * fb_sc_precompiled); others by a helper process the supervisor starts
+ * first thing in sandbox_spawn (seccomp_job_start), so that libseccomp's
+ * milliseconds overlap the sandbox's creation. */
 #include "seccomp.h"
 
 #include "ctl.h"

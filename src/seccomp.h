@@ -17,11 +17,12 @@
  * are OR'ed and must not match the same call.
  * A call no rule matches gets seccomp.default. Order does not matter.
  *
- * Filters are compiled in the supervisor, after clone3 while the child
- * builds its root, exported by libseccomp into memfds and passed to the
- * child (FB_MSG_SECCOMP_PROG), which loads them with seccomp(2) just before
- * it runs the command. The built-in profiles' filters are compiled when
- * fluebox is built (scripts/seccomp-precompile.c) and only looked up. */
+ * Filters are compiled on the supervisor's side (a helper process started
+ * before clone3, working while the child builds its root), exported by
+ * libseccomp into memfds and passed to the child (FB_MSG_SECCOMP_PROG),
+ * which loads them with seccomp(2) just before it runs the command. The
+ * built-in profiles' filters are compiled when fluebox is built
+ * (scripts/seccomp-precompile.c) and only looked up. */
 #ifndef FB_SECCOMP_H
 #define FB_SECCOMP_H
 
