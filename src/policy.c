@@ -229,7 +229,10 @@ static int cut_port(char *s, bool bracketed_v6, uint16_t *port)
 {
     *port = 0;
     char *colon = strrchr(s, ':');
-    if (!colon || (bracketed_v6 && colon < strrchr(s, ']')))
+    char *bracket = bracketed_v6 ? strrchr(s, ']') : NULL;
+    if (bracketed_v6 && !bracket)
+        return -1;
+    if (!colon || (bracket && colon < bracket))
         return 0;
     uint64_t v;
     if (fb_parse_u64(colon + 1, &v) < 0 || v == 0 || v > 65535)
