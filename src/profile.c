@@ -101,29 +101,41 @@ static const char *jtype(const json_t *j)
     return "?";
 }
 
-/* Paths are cut at the buffer's size (256), long enough for any real one. */
-__attribute__((format(printf, 3, 4))) static void path_fmt(char *out, size_t cap,
-                                                           const char *fmt, ...)
+/* JSON paths for error messages ("seccomp.rules[3].name"), built for every
+ * element as the profile is walked, so without printf: a built-in profile has
+ * hundreds of them and loads on every start. Paths are cut at the buffer's
+ * size (256), long enough for any real one. */
+static size_t path_put(char *out, size_t cap, size_t o, const char *s)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(out, cap, fmt, ap);
-    va_end(ap);
+    while (*s && o + 1 < cap)
+        out[o++] = *s++;
+    out[o < cap ? o : cap - 1] = 0;
+    return o;
 }
 
 /* "path.key" */
 static void key_path(char *out, size_t cap, const char *path, const char *key)
 {
-    if (path && *path)
-        path_fmt(out, cap, "%s.%s", path, key);
-    else
-        path_fmt(out, cap, "%s", key);
+    size_t o = 0;
+    if (path && *path) {
+        o = path_put(out, cap, o, path);
+        o = path_put(out, cap, o, ".");
+    }
+    path_put(out, cap, o, key);
 }
 
 /* "path[i]" */
 static void idx_path(char *out, size_t cap, const char *path, size_t i)
 {
-    path_fmt(out, cap, "%s[%zu]", path, i);
+    char num[24], *d = num + sizeof num;
+    *--d = 0;
+    do
+        *--d = (char)('0' + i % 10);
+    while ((i /= 10) && d > num);
+    size_t o = path_put(out, cap, 0, path);
+    o = path_put(out, cap, o, "[");
+    o = path_put(out, cap, o, d);
+    path_put(out, cap, o, "]");
 }
 
 static int want_type(struct ld *l, const char *path, const json_t *j, json_type t,
