@@ -1367,6 +1367,17 @@ static void job_init(struct fb_sc_job *job)
     job->errfd = -1;
 }
 
+/* Is this process one thread? ("Threads:" in /proc/self/status; when it
+ * cannot be read, assume not.) */
+static bool single_threaded(void)
+{
+    char buf[2048];
+    if (fb_read_file("/proc/self/status", buf, sizeof buf) < 0)
+        return false;
+    const char *t = strstr(buf, "\nThreads:");
+    return t && strtol(t + 9, NULL, 10) == 1;
+}
+
 int seccomp_job_start(const struct fb_policy *p, enum fb_sc_mode mode, struct fb_sc_job *job,
                       struct fb_err *err)
 {
@@ -1408,9 +1419,12 @@ int seccomp_job_start(const struct fb_policy *p, enum fb_sc_mode mode, struct fb
     if (!need[0] && !need[1])
         return 0;
     /* libseccomp takes milliseconds: a helper process compiles while this
-     * one creates the sandbox and the sandbox builds its root. */
+     * one creates the sandbox and the sandbox builds its root. Only from a
+     * single-threaded process (`run`): forked from the server, whose other
+     * threads may hold an allocator lock at that instant, the helper could
+     * wait on that lock forever; there the spawn thread compiles itself. */
     int pfd[2];
-    bool piped = pipe2(pfd, O_CLOEXEC) == 0;
+    bool piped = single_threaded() && pipe2(pfd, O_CLOEXEC) == 0;
     pid_t pid = piped ? fork() : -1;
     if (pid == 0) {
         close(pfd[0]);
