@@ -56,7 +56,7 @@ static char *join(const char *dir, const char *name)
 }
 
 /* Split "a/b/c" into a parent ("a/b", or "") and a name ("c"). */
-static void split(const char *path, char *parent, size_t cap, const char **name)
+void changes_split_path(const char *path, char *parent, size_t cap, const char **name)
 {
     const char *s = strrchr(path, '/');
     if (!s) {
@@ -157,7 +157,7 @@ static int open_dir(struct fb_cow *c, int root, const char *path, bool upper)
         return fd;
     char parent[4096];
     const char *name;
-    split(path, parent, sizeof parent, &name);
+    changes_split_path(path, parent, sizeof parent, &name);
     cleanup_close int pfd = open_dir(c, root, parent, true);
     if (pfd < 0)
         return -1;
@@ -168,7 +168,7 @@ int changes_open_upper(struct fb_cow *c, const char *path, int flags)
 {
     char parent[4096];
     const char *name;
-    split(path, parent, sizeof parent, &name);
+    changes_split_path(path, parent, sizeof parent, &name);
     cleanup_close int d = open_dir(c, c->upper, parent, true);
     if (d < 0)
         return -1;
@@ -195,7 +195,7 @@ static int read_entry(struct fb_cow *c, int root, const char *path, char kind, b
 {
     char parent[4096];
     const char *name;
-    split(path, parent, sizeof parent, &name);
+    changes_split_path(path, parent, sizeof parent, &name);
     cleanup_close int d = open_dir(c, root, parent, upper);
     if (d < 0)
         return -1;

@@ -114,4 +114,8 @@ json_t *commit_json(const struct fb_commit *res);
  * "" or "." opens dirfd itself. */
 int changes_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
 
+/* Split "a/b/c" into a parent ("a/b", or "") and a name ("c"); parent has
+ * room for cap bytes. */
+void changes_split_path(const char *path, char *parent, size_t cap, const char **name);
+
 #endif

@@ -68,18 +68,6 @@ json_t *commit_json(const struct fb_commit *r)
     return o;
 }
 
-static void split(const char *path, char *parent, size_t cap, const char **name)
-{
-    const char *s = strrchr(path, '/');
-    if (!s) {
-        parent[0] = 0;
-        *name = path;
-        return;
-    }
-    snprintf(parent, cap, "%.*s", (int)(s - path), path);
-    *name = s + 1;
-}
-
 static bool ts_ge(struct timespec a, struct timespec b)
 {
     return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec >= b.tv_nsec);
@@ -102,7 +90,7 @@ static int host_lstat(struct fb_cow *c, const char *path, struct stat *st)
 {
     char parent[4096];
     const char *name;
-    split(path, parent, sizeof parent, &name);
+    changes_split_path(path, parent, sizeof parent, &name);
     cleanup_close int d = changes_open_beneath(c->host, parent, O_PATH | O_DIRECTORY, 0);
     if (d < 0)
         return errno == ENOENT ? 0 : -1;
@@ -239,7 +227,7 @@ static void check(struct fb_cow *c, const struct pathlist *gone, const struct fb
              * the host is unchanged). */
             char parent[4096];
             const char *name;
-            split(x->path, parent, sizeof parent, &name);
+            changes_split_path(x->path, parent, sizeof parent, &name);
             struct stat ps;
             cleanup_close int d = changes_open_beneath(c->host, parent, O_PATH | O_DIRECTORY, 0);
             if (d >= 0 && fstat(d, &ps) == 0 && changed_since(c, *parent ? parent : ".", &ps))
@@ -332,7 +320,7 @@ static int host_dir(struct apply *a, const char *path)
         return fd;
     char parent[4096];
     const char *name;
-    split(path, parent, sizeof parent, &name);
+    changes_split_path(path, parent, sizeof parent, &name);
     cleanup_close int pfd = host_dir(a, parent);
     if (pfd < 0)
         return -1;
@@ -438,7 +426,7 @@ static int write_entry(struct apply *a, const struct fb_change *x)
 {
     char parent[4096];
     const char *name;
-    split(x->path, parent, sizeof parent, &name);
+    changes_split_path(x->path, parent, sizeof parent, &name);
     cleanup_close int dir = host_dir(a, parent);
     if (dir < 0)
         return fail(a, x->path, "opening its host directory");
@@ -487,7 +475,7 @@ static int delete_entry(struct apply *a, const char *path, char kind)
 {
     char parent[4096];
     const char *name;
-    split(path, parent, sizeof parent, &name);
+    changes_split_path(path, parent, sizeof parent, &name);
     cleanup_close int dir = changes_open_beneath(a->c->host, parent, O_PATH | O_DIRECTORY, 0);
     if (dir < 0)
         return errno == ENOENT ? 0 : fail(a, path, "opening its host directory");

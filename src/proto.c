@@ -409,16 +409,30 @@ static int parent_err(const char *key, struct proto_err *e)
     return perr_param(e, head, "%s must be an object", head);
 }
 
+/* The value of params.key for a pget_*: 1 with *v set when it is there, 0 when
+ * it is absent or null (an error when required), -1 on an error. */
+static int pget_value(json_t *params, const char *key, bool required, json_t **v,
+                      struct proto_err *e)
+{
+    bool bad;
+    *v = pfind(params, key, &bad);
+    if (bad)
+        return parent_err(key, e);
+    if (*v && !json_is_null(*v))
+        return 1;
+    if (required)
+        return perr_param(e, key, "%s is required", key);
+    return 0;
+}
+
 int pget_str(json_t *params, const char *key, const char **out, const char *dflt, bool required,
              size_t maxlen, struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
-        if (required)
-            return perr_param(e, key, "%s is required", key);
+    json_t *v;
+    int have = pget_value(params, key, required, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = dflt;
         return 0;
     }
@@ -435,13 +449,11 @@ int pget_str(json_t *params, const char *key, const char **out, const char *dflt
 int pget_bytes(json_t *params, const char *key, const char **out, size_t *len, bool required,
                struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
-        if (required)
-            return perr_param(e, key, "%s is required", key);
+    json_t *v;
+    int have = pget_value(params, key, required, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = NULL;
         *len = 0;
         return 0;
@@ -455,11 +467,11 @@ int pget_bytes(json_t *params, const char *key, const char **out, size_t *len, b
 
 int pget_bool(json_t *params, const char *key, bool *out, bool dflt, struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
+    json_t *v;
+    int have = pget_value(params, key, false, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = dflt;
         return 0;
     }
@@ -472,11 +484,11 @@ int pget_bool(json_t *params, const char *key, bool *out, bool dflt, struct prot
 int pget_int(json_t *params, const char *key, int64_t *out, int64_t dflt, int64_t min,
              int64_t max, struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
+    json_t *v;
+    int have = pget_value(params, key, false, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = dflt;
         return 0;
     }
@@ -492,11 +504,11 @@ int pget_int(json_t *params, const char *key, int64_t *out, int64_t dflt, int64_
 
 int pget_size(json_t *params, const char *key, int64_t *out, int64_t dflt, struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
+    json_t *v;
+    int have = pget_value(params, key, false, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = dflt;
         return 0;
     }
@@ -518,11 +530,11 @@ int pget_size(json_t *params, const char *key, int64_t *out, int64_t dflt, struc
 
 int pget_mode(json_t *params, const char *key, unsigned *out, unsigned dflt, struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
+    json_t *v;
+    int have = pget_value(params, key, false, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = dflt;
         return 0;
     }
@@ -578,11 +590,11 @@ int pget_path(json_t *params, const char *key, const char **out, struct proto_er
 int pget_strarray(json_t *params, const char *key, json_t **out, bool nonempty_items,
                   struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
+    json_t *v;
+    int have = pget_value(params, key, false, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = NULL;
         return 0;
     }
@@ -605,11 +617,11 @@ int pget_strarray(json_t *params, const char *key, json_t **out, bool nonempty_i
 
 int pget_strmap(json_t *params, const char *key, json_t **out, struct proto_err *e)
 {
-    bool bad;
-    json_t *v = pfind(params, key, &bad);
-    if (bad)
-        return parent_err(key, e);
-    if (!v || json_is_null(v)) {
+    json_t *v;
+    int have = pget_value(params, key, false, &v, e);
+    if (have < 0)
+        return -1;
+    if (!have) {
         *out = NULL;
         return 0;
     }
