@@ -14,7 +14,7 @@ result["processes visible"] = sorted(int(p) for p in os.listdir("/proc") if p.is
 result["sh"] = subprocess.run(["sh", "-c", "echo $((6*7))"], capture_output=True, text=True).stdout.strip()
 for what, attempt in [
     ("read /etc/shadow", lambda: open("/etc/shadow").read()),
-    ("signal the host's pid 1 (systemd/init)", lambda: os.kill(int(os.environ["HOSTPID"]), 0)),
+    ("signal the host process that started it", lambda: os.kill(int(os.environ["HOSTPID"]), 0)),
     ("write /usr", lambda: open("/usr/evil", "w")),
     ("resolve example.com", lambda: socket.getaddrinfo("example.com", 443)),
 ]:
