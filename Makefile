@@ -65,11 +65,24 @@ build/seccomp-progs.c: build/seccomp-precompile
 build/obj/seccomp-progs.o: build/seccomp-progs.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-fluebox: $(OBJ) $(addprefix build/obj/,$(EMBED)) build/obj/seccomp-progs.o
+# The built-in profiles' effective policies, loaded from their JSON at build
+# time (scripts/profiles-precompile.c): `run` copies them instead of parsing
+# the JSON. Builds without them (ASan, tests, fuzzers) parse the JSON; the
+# `profile check` below compares both ways for every built-in.
+build/profiles-precompile: scripts/profiles-precompile.c $(PRECOMPILE_OBJ)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $^ $(LIBS)
+
+build/profiles-policy.c: build/profiles-precompile
+	build/profiles-precompile > $@.tmp && mv $@.tmp $@
+
+build/obj/profiles-policy.o: build/profiles-policy.c $(wildcard src/*.h)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
+
+fluebox: $(OBJ) $(addprefix build/obj/,$(EMBED)) build/obj/seccomp-progs.o build/obj/profiles-policy.o
 	@mkdir -p build
 	$(CC) $(CFLAGS) $(STATIC) -o $@ $^ $(LIBS) 2>build/link.log || { cat build/link.log; rm -f $@; exit 1; }
 	@grep -v -e "statically linked applications requires at runtime" -e "in function" build/link.log || true
-	@FLUEBOX_CHECK_BUILTINS=1 ./$@ profile check $(notdir $(basename $(PROFILES))) >/dev/null || { echo "a built-in profile does not pass its check"; rm -f $@; exit 1; }
+	@FLUEBOX_CHECK_BUILTINS=1 ./$@ profile check $(notdir $(basename $(PROFILES))) >/dev/null || { echo "a built-in profile does not pass its check (or its precompiled policy differs from its JSON's)"; rm -f $@; exit 1; }
 
 build/fluebox-asan: $(ASAN_OBJ) $(addprefix build/asan/,$(EMBED))
 	$(CC) -fsanitize=address,undefined -o $@ $^ $(LIBS)

@@ -9,7 +9,11 @@
  * unconditional rule or exclusive conditional ones, checked here per file so
  * that errors name the rule). Every key is known: anything else is an error,
  * and every error names the file and the JSON path of the bad field. The
- * format is documented in docs/profiles.md. */
+ * format is documented in docs/profiles.md.
+ *
+ * The built-in profiles are also precompiled: their effective policies,
+ * loaded from the JSON at build time (scripts/profiles-precompile.c), are
+ * copied instead of parsed when the build has them (profile.h). */
 #include "profile.h"
 
 #include "commands.h"
@@ -50,6 +54,16 @@ static const char *builtin_json(const char *name)
     return NULL;
 }
 
+static const struct fb_builtin_policy *builtin_policy(const char *name)
+{
+    if (!fb_builtin_policies)
+        return NULL;
+    for (const struct fb_builtin_policy *b = fb_builtin_policies; b->name; b++)
+        if (!strcmp(b->name, name))
+            return b;
+    return NULL;
+}
+
 /* ---- error reporting ---- */
 
 struct ld {
@@ -61,6 +75,7 @@ struct ld {
     char **labels;       /* their labels, for the cycle message */
     size_t nchain;
     bool builtin;        /* one of the compiled-in profiles (checked at build time) */
+    enum fb_builtin_src src; /* where built-ins come from */
 };
 
 __attribute__((format(printf, 3, 4))) static int perr(struct ld *l, const char *path,
@@ -1089,6 +1104,63 @@ static int apply_seccomp(struct ld *l, struct fb_policy *p, json_t *sc)
     return 0;
 }
 
+/* ---- the precompiled built-ins ---- */
+
+/* Copy built-in b's precompiled policy into p, which leaves p as loading
+ * b's JSON over a policy fresh from policy_init() does (lists append and
+ * the rules replace, as for JSON, but p has none yet). Every field a profile
+ * can set is copied; profile_builtin_verify() compares the result with the
+ * JSON's, through profile_to_json(), which prints every such field. */
+static void apply_precompiled(struct fb_policy *p, const struct fb_builtin_policy *b)
+{
+    const struct fb_policy *s = b->policy;
+    free(p->profile_extends);
+    p->profile_extends = fb_xstrdup(s->profile_extends);
+    free(p->description);
+    p->description = fb_xstrdup(s->description);
+    for (size_t i = 0; i < s->nmounts; i++) {
+        const struct fb_mount *m = &s->mounts[i];
+        policy_add_mount(p, m->kind, m->src, m->dst, m->size);
+        p->mounts[p->nmounts - 1].optional = m->optional;
+    }
+    p->workspace_ro = s->workspace_ro;
+    p->bind_interpreter = s->bind_interpreter;
+    for (size_t i = 0; i < s->nenv_set; i++)
+        policy_add_env_set(p, s->env_set[i]);
+    for (size_t i = 0; i < s->nenv_pass; i++)
+        policy_add_env_pass(p, s->env_pass[i]);
+    p->uid = s->uid;
+    p->gid = s->gid;
+    free(p->hostname);
+    p->hostname = fb_xstrdup(s->hostname);
+    p->namespaces = s->namespaces;
+    p->limits = s->limits;
+    p->net = s->net;
+    p->net_host_allowed = s->net_host_allowed;
+    if (s->nallow) {
+        p->allow = fb_xrealloc(p->allow, (p->nallow + s->nallow) * sizeof *p->allow);
+        for (size_t i = 0; i < s->nallow; i++) {
+            p->allow[p->nallow] = s->allow[i];
+            p->allow[p->nallow++].name = fb_xstrdup(s->allow[i].name);
+        }
+    }
+    p->seccomp.default_action = s->seccomp.default_action;
+    p->seccomp.default_errno = s->seccomp.default_errno;
+    policy_clear_rules(p);
+    p->seccomp.rules = fb_xcalloc(b->nrules + 1, sizeof *p->seccomp.rules);
+    for (size_t i = 0; i < b->nrules; i++) {
+        const struct fb_pre_rule *c = &b->rules[i];
+        struct fb_sc_rule *r = &p->seccomp.rules[i];
+        r->name = fb_xstrdup(c->name);
+        r->comment = fb_xstrdup(c->comment);
+        r->action = (enum fb_sc_action)c->action;
+        r->errno_val = c->errno_val;
+        r->nargs = c->nargs <= 6 ? c->nargs : 6;
+        memcpy(r->args, b->args + c->first, r->nargs * sizeof *r->args);
+    }
+    p->seccomp.nrules = b->nrules;
+}
+
 /* ---- loading ---- */
 
 static int load_ref(struct ld *parent, struct fb_policy *p, const char *ref, const char *path);
@@ -1214,12 +1286,13 @@ static void ld_free(struct ld *l)
 static int load_ref(struct ld *parent, struct fb_policy *p, const char *ref, const char *path)
 {
     struct ld l = {.err = parent->err, .files_ok = parent->files_ok, .chain = parent->chain,
-                   .labels = parent->labels, .nchain = parent->nchain};
+                   .labels = parent->labels, .nchain = parent->nchain, .src = parent->src};
     char ident[PATH_MAX + 16];
     cleanup_free char *label = NULL;
     cleanup_free char *text = NULL;
     size_t len = 0;
     const char *btext = NULL;
+    const struct fb_builtin_policy *pre = NULL;
 
     if (!is_file_ref(ref)) {
         btext = builtin_json(ref);
@@ -1237,6 +1310,11 @@ static int load_ref(struct ld *parent, struct fb_policy *p, const char *ref, con
                            "%s: no such built-in profile (built-in: %s; a file name needs a '/' or "
                            ".json)", ref, list);
         }
+        if (parent->src != FB_BUILTIN_JSON)
+            pre = builtin_policy(ref);
+        if (!pre && parent->src == FB_BUILTIN_PRECOMPILED)
+            return fb_errf(parent->err, FB_EXIT_SETUP,
+                           "%s: this build has no precompiled policy of it", ref);
         snprintf(ident, sizeof ident, "builtin:%s", ref);
         label = fb_xstrdup(ref);
     } else {
@@ -1300,7 +1378,11 @@ static int load_ref(struct ld *parent, struct fb_policy *p, const char *ref, con
         }
     }
     l.builtin = btext != NULL && !getenv("FLUEBOX_CHECK_BUILTINS");
-    int rc = btext ? load_json_text(&l, p, btext, strlen(btext)) : load_json_text(&l, p, text, len);
+    int rc = 0;
+    if (pre)
+        apply_precompiled(p, pre);
+    else
+        rc = btext ? load_json_text(&l, p, btext, strlen(btext)) : load_json_text(&l, p, text, len);
     ld_free(&l);
     if (rc < 0)
         return -1;
@@ -1319,9 +1401,21 @@ static void set_name(struct fb_policy *p, const char *name)
     p->profile_name = fb_xstrdup(name);
 }
 
+/* FLUEBOX_CHECK_BUILTINS: built-ins from their JSON, every check on. */
+static enum fb_builtin_src default_src(void)
+{
+    return getenv("FLUEBOX_CHECK_BUILTINS") ? FB_BUILTIN_JSON : FB_BUILTIN_ANY;
+}
+
 int profile_load(struct fb_policy *p, const char *name_or_path, struct fb_err *err)
 {
-    struct ld top = {.err = err, .files_ok = true};
+    return profile_load_from(p, name_or_path, default_src(), err);
+}
+
+int profile_load_from(struct fb_policy *p, const char *name_or_path, enum fb_builtin_src src,
+                      struct fb_err *err)
+{
+    struct ld top = {.err = err, .files_ok = true, .src = src};
     free(p->profile_extends);
     p->profile_extends = NULL;
     if (load_ref(&top, p, name_or_path, NULL) < 0)
@@ -1339,7 +1433,7 @@ int profile_load(struct fb_policy *p, const char *name_or_path, struct fb_err *e
 int profile_load_text(struct fb_policy *p, const char *label, const char *text, size_t len,
                       struct fb_err *err)
 {
-    struct ld l = {.label = label, .err = err, .files_ok = false};
+    struct ld l = {.label = label, .err = err, .files_ok = false, .src = default_src()};
     char ident[64];
     snprintf(ident, sizeof ident, "text:%s", label);
     char *chain[1] = {ident}, *labels[1] = {(char *)label};
@@ -1639,6 +1733,59 @@ char *profile_to_json(const struct fb_policy *p)
     return out;
 }
 
+/* The first line where texts a and b differ, in out (cut, one line). */
+static size_t first_diff(const char *a, const char *b, char *out, size_t cap)
+{
+    size_t line = 1;
+    const char *la = a, *lb = b;
+    while (*a && *a == *b) {
+        if (*a == '\n') {
+            line++;
+            la = a + 1;
+            lb = b + 1;
+        }
+        a++;
+        b++;
+    }
+    snprintf(out, cap, "%.*s | %.*s", (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
+    return line;
+}
+
+int profile_builtin_verify(const char *name, struct fb_err *err)
+{
+    if (is_file_ref(name) || !builtin_json(name))
+        return fb_errf(err, FB_EXIT_SETUP, "%s: not a built-in profile", name);
+    if (!builtin_policy(name))
+        return 1;
+    struct fb_policy js, pre;
+    policy_init(&js);
+    policy_init(&pre);
+    int rc = -1;
+    if (profile_load_from(&js, name, FB_BUILTIN_JSON, err) < 0 ||
+        profile_load_from(&pre, name, FB_BUILTIN_PRECOMPILED, err) < 0)
+        goto out;
+    char *a = profile_to_json(&js), *b = profile_to_json(&pre);
+    if (strcmp(a, b)) {
+        char where[300];
+        size_t line = first_diff(a, b, where, sizeof where);
+        fb_errf(err, FB_EXIT_SETUP,
+                "%s: the precompiled policy differs from its JSON's (profile show, line %zu, "
+                "JSON | precompiled: %s); rebuild fluebox",
+                name, line, where);
+    } else if (seccomp_policy_key(&js) != seccomp_policy_key(&pre)) {
+        fb_errf(err, FB_EXIT_SETUP,
+                "%s: the precompiled seccomp rules differ from its JSON's; rebuild fluebox", name);
+    } else {
+        rc = 0;
+    }
+    free(a);
+    free(b);
+out:
+    policy_free(&js);
+    policy_free(&pre);
+    return rc;
+}
+
 /* ---- fluebox profile ---- */
 
 static const char profile_usage[] =
@@ -1702,6 +1849,7 @@ int cmd_profile(int argc, char **argv)
         for (int i = 1; i < argc; i++) {
             struct fb_policy p;
             struct fb_err err = {0};
+            int pre = 1;
             policy_init(&p);
             if (profile_load(&p, argv[i], &err) < 0) {
                 fb_warn("%s", err.msg);
@@ -1709,13 +1857,19 @@ int cmd_profile(int argc, char **argv)
             } else if (seccomp_check_compile(&p, &err) < 0) {
                 fb_warn("%s: %s", argv[i], err.msg);
                 rc = 1;
+            } else if (!is_file_ref(argv[i]) && (pre = profile_builtin_verify(argv[i], &err)) < 0) {
+                fb_warn("%s", err.msg);
+                rc = 1;
             } else {
                 char *def = action_str(p.seccomp.default_action, p.seccomp.default_errno);
                 const char *from = p.profile_extends ? "extends "
                                    : is_file_ref(argv[i]) ? "no extends: starts from fluebox's bare defaults"
                                                           : "built-in";
-                printf("%s: ok (%s%s; %zu seccomp rules, default %s)\n", argv[i], from,
-                       p.profile_extends ? p.profile_extends : "", p.seccomp.nrules, def);
+                const char *how = is_file_ref(argv[i]) ? ""
+                                  : pre == 0 ? ", precompiled policy identical to its JSON's"
+                                             : ", not precompiled in this build";
+                printf("%s: ok (%s%s%s; %zu seccomp rules, default %s)\n", argv[i], from,
+                       p.profile_extends ? p.profile_extends : "", how, p.seccomp.nrules, def);
                 free(def);
             }
             policy_free(&p);

@@ -14,7 +14,8 @@
 
 /* Apply a built-in profile by name, or a profile file by path (anything
  * containing '/' or ending in .json), following "extends": the extended
- * profile is applied first, then this one over it. */
+ * profile is applied first, then this one over it. p is as policy_init()
+ * left it (a built-in's precompiled policy is copied over it, below). */
 int profile_load(struct fb_policy *p, const char *name_or_path, struct fb_err *err);
 
 /* The same from text in memory (label names it in errors). "extends" may
@@ -35,5 +36,53 @@ json_t *profile_rules_json(const struct fb_sc_rule *rules, size_t n);
 
 /* Value of an errno name ("EPERM") or number; -1 if neither. */
 int profile_errno_parse(const char *s);
+
+/* ---- the built-in profiles, precompiled ----
+ *
+ * Parsing a built-in profile's JSON costs more than the rest of fluebox's
+ * own start-up (strict: 11 KB, ~0.4 ms). Its effective policy never changes
+ * after the build, so scripts/profiles-precompile.c loads each built-in
+ * from its JSON at build time and writes it as static data
+ * (build/profiles-policy.c); profile_load() copies that into the policy.
+ * The build (`fluebox profile check` in the Makefile) and the tests compare
+ * profile_to_json() of both for every built-in. Builds without the data
+ * (the sanitizer build, unit tests, fuzzers) parse the JSON; so does any
+ * build when FLUEBOX_CHECK_BUILTINS is set. */
+
+/* A seccomp rule, compact: its conditions are args[first .. first+nargs)
+ * of the profile's pool. */
+struct fb_pre_rule {
+    const char *name;
+    const char *comment;        /* NULL: none */
+    unsigned short errno_val;
+    unsigned char action;       /* enum fb_sc_action */
+    unsigned char nargs;
+    unsigned first;
+};
+
+struct fb_builtin_policy {
+    const char *name;              /* NULL ends the table */
+    const struct fb_policy *policy; /* the fields a profile sets (seccomp rules: below) */
+    const struct fb_pre_rule *rules;
+    size_t nrules;
+    const struct fb_sc_arg *args;
+};
+
+/* Generated; absent (NULL) in builds without it. */
+extern const struct fb_builtin_policy fb_builtin_policies[] __attribute__((weak));
+
+/* Where profile_load() takes a built-in from. */
+enum fb_builtin_src {
+    FB_BUILTIN_ANY,         /* the precompiled policy when there is one */
+    FB_BUILTIN_JSON,        /* the JSON, with every check */
+    FB_BUILTIN_PRECOMPILED, /* the precompiled policy; an error without one */
+};
+int profile_load_from(struct fb_policy *p, const char *name_or_path, enum fb_builtin_src src,
+                      struct fb_err *err);
+
+/* Does the precompiled policy of built-in name equal the one loaded from
+ * its JSON (profile_to_json() and the seccomp filter key)? 0 if so, 1 if
+ * there is no precompiled policy of it, -1 (err says where they differ). */
+int profile_builtin_verify(const char *name, struct fb_err *err);
 
 #endif

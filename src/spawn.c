@@ -65,6 +65,51 @@ __attribute__((noreturn)) static void child_fail(int ctl, struct fb_err *err)
     _exit(FB_EXIT_SETUP);
 }
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Close every descriptor above 2 except ctl and the prepared mount trees. */
+static void close_inherited(const struct fb_policy *p, int ctl, const struct fb_premounts *pre)
+{
+    int keep[FB_CTL_MAX_FDS + 8];
+    size_t n = 0;
+    keep[n++] = ctl;
+    if (pre) {
+        if (pre->workspace_fd >= 0)
+            keep[n++] = pre->workspace_fd;
+        if (pre->cow_upper_fd >= 0)
+            keep[n++] = pre->cow_upper_fd;
+    }
+    qsort(keep, n, sizeof *keep, cmp_int);
+    /* bind_fds may be many: keep them by closing only the gaps between. */
+    int *all = keep;
+    cleanup_free int *big = NULL;
+    size_t nb = 0;
+    if (pre && pre->bind_fds)
+        nb = p->nmounts;
+    if (nb) {
+        big = fb_xmalloc((n + nb) * sizeof *big);
+        memcpy(big, keep, n * sizeof *keep);
+        for (size_t i = 0; i < nb; i++)
+            if (pre->bind_fds[i] >= 0)
+                big[n++] = pre->bind_fds[i];
+        qsort(big, n, sizeof *big, cmp_int);
+        all = big;
+    }
+    unsigned from = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (all[i] < 3)
+            continue;
+        if ((unsigned)all[i] > from)
+            syscall(SYS_close_range, from, (unsigned)all[i] - 1, 0);
+        from = (unsigned)all[i] + 1;
+    }
+    syscall(SYS_close_range, from, ~0U, 0);
+}
+
 __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum fb_mode mode,
                                                  int ctl, const struct fb_premounts *pre,
                                                  const struct fb_ids *ids, bool nproc_fallback,
@@ -75,6 +120,12 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
      * (moving itself is cheap, see cgroup.h); a failure is reported after GO. */
     struct fb_err cg_err = {0};
     int cg_rc = cg ? cgroup_join_self(cg, &cg_err) : 0;
+    /* Everything else the supervisor had open came along with the clone:
+     * directory fds of the host's cgroup hierarchies, and in the server other
+     * sessions' sockets and pipes. None belongs in a sandbox (a directory fd
+     * of the host is a way out of any mount namespace), so only the control
+     * socket and the prepared mounts stay. */
+    close_inherited(p, ctl, pre);
     fb_proctitle_set(mode == FB_MODE_RUN ? "fluebox-init" : "fluebox-session-init");
     /* If the supervisor dies, so does the sandbox (init's death empties the
      * pid namespace). Set again after the id change below, which clears it. */
