@@ -1,6 +1,6 @@
 /* main.c — subcommand dispatch. Each subcommand lives with its concern:
  * run (here, through supervise.c), profile (profile.c), learn (learn.c),
- * serve / session / exec / cp (server.c, client.c). */
+ * serve / session / exec / cp (server*.c, client.c). */
 #include "cli.h"
 #include "commands.h"
 #include "profile.h"

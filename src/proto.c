@@ -2,6 +2,7 @@
  * docs/protocol.md). Everything that touches bytes from a client before the
  * server trusts them lives here, small and fuzzed. */
 #include "proto.h"
+#include "methods.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -91,12 +92,11 @@ void perr_clear(struct proto_err *e)
 
 /* ---- requests ---- */
 
-const char *const proto_methods[] = {
-    "session.create", "session.destroy", "session.list", "session.info", "exec",
-    "exec.kill", "file.read", "file.write", "file.stat", "file.readdir", "file.exists",
-    "file.mkdir", "file.rm", "file.rename", "server.info", "workspace.diff",
-    "workspace.commit", "workspace.reset", NULL,
-};
+/* The names from the one method list (methods.h); the server's dispatch
+ * table is made from the same list. */
+#define METHOD_NAME(name, fn, scope, arg) name,
+const char *const proto_methods[] = {FB_METHODS(METHOD_NAME) NULL};
+#undef METHOD_NAME
 
 bool proto_method_known(const char *m)
 {

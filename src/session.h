@@ -60,7 +60,7 @@ struct fb_session {
     char *label;            /* the client's label, or NULL */
     struct fb_err spawn_err;
     int spawn_rc;
-    void *srv;              /* server.c's per-session state */
+    void *srv;              /* the server's per-session state (struct sess, server.h) */
 };
 
 /* Session parameters that live beside the policy. */

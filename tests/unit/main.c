@@ -6,5 +6,6 @@ int main(void)
     unit_core();
     unit_net();
     unit_udiff();
+    unit_server();
     return 0;
 }

@@ -16,4 +16,5 @@
 void unit_core(void);
 void unit_net(void);
 void unit_udiff(void);
+void unit_server(void);
 #endif

@@ -1,0 +1,261 @@
+/* server.h — the session server's objects and the interfaces between its
+ * files (`fluebox serve`, docs/protocol.md, docs/server.md):
+ *
+ *   server.c          the event loop: start-up, epoll, timers, the
+ *                     graveyard, shutdown; owns struct srv
+ *   server_conn.c     client connections: accept, framing of request lines,
+ *                     queued replies, flow control
+ *   server_methods.c  the dispatch table (from methods.h) and server.info
+ *   server_sess.c     sessions and the warm pool: create/destroy/list/info,
+ *                     the control socket to each session's init (records,
+ *                     their send queue), the spawn worker's results
+ *   server_exec.c     exec and exec.kill: pipes, streaming, results
+ *   server_file.c     file.* operations: requests to init, bulk pipes
+ *   server_ws.c       workspace.* operations (copy-on-write sessions)
+ *
+ * Objects: a conn per client connection; a sess (server state of one
+ * fb_session, session.c) per session; an op per request that cannot be
+ * answered at once (session.create/destroy, exec, file operations). An op is
+ * linked to its conn (NULL once the client is gone) and to its session.
+ * Everything referenced from epoll is freed only at the end of a loop
+ * iteration (the graveyard), so a handler never sees freed memory. All
+ * state lives in one struct srv, reached from every object. */
+#ifndef FB_SERVER_H
+#define FB_SERVER_H
+
+#include "proto.h"
+#include "session.h"
+
+#include <sys/epoll.h>
+
+/* ---- limits (docs/protocol.md section 5) ---- */
+
+struct srv_limits {
+    int64_t max_message;
+    int64_t max_sessions;
+    int64_t max_execs;
+    int64_t max_output;
+    int64_t max_conns;
+    int64_t pool;
+};
+
+#define OUT_PAUSE (4u << 20)
+#define OUT_RESUME (1u << 20)
+#define OUT_DROP (64u << 20)
+#define MAX_INFLIGHT 256
+#define EXEC_SPEC_MAX (128 * 1024)
+#define GRACE_NS (100 * 1000000ull)
+#define CHUNK 65536
+
+/* ---- objects ---- */
+
+enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_EGRESS, W_PIPE };
+
+struct watch {
+    enum wkind kind;
+    int sub;   /* W_PIPE: 0 stdout, 1 stderr, 2 stdin, 3 bulk */
+    void *ptr;
+    int fd;
+    uint32_t ev; /* current epoll events; 0 = not registered */
+};
+
+struct srv;
+struct op;
+
+struct conn {
+    struct srv *srv;
+    struct watch w;
+    int fd;
+    uid_t uid;
+    pid_t pid;
+    struct fb_buf in, out;
+    size_t scan;     /* bytes of `in` already searched for a newline */
+    bool discard;    /* dropping the rest of an oversized line */
+    bool rd_eof;     /* client shut down its side: finish and close */
+    bool dead;
+    struct op *ops;  /* in flight */
+    unsigned nops;
+    struct conn *next, *prev;
+};
+
+struct outrec {
+    char *rec;
+    size_t len;
+    int fds[4];
+    size_t nfds;
+    struct outrec *next;
+};
+
+struct sess {
+    struct srv *srv;
+    struct fb_session *s;
+    struct watch wctl, wpid, wegress;
+    struct op *ops;  /* waiting on init, or on this session */
+    struct outrec *qhead, *qtail;
+    uint64_t next_tag;
+    uint64_t total_execs;
+    unsigned running_execs;
+    bool dying;      /* destroy requested / expired */
+    bool in_pool;
+    bool dead;       /* freed at the end of the iteration */
+    struct sess *next, *prev;
+};
+
+enum opkind { OP_CREATE, OP_DESTROY, OP_EXEC, OP_FILE };
+enum fop { F_READ, F_WRITE, F_STAT, F_EXISTS, F_READDIR, F_MKDIR, F_RM, F_RENAME, F_COUNT };
+
+struct xstream {
+    struct watch w;
+    struct fb_buf buf;  /* collect mode */
+    unsigned char carry[4];
+    size_t ncarry;
+    bool eof, truncated;
+};
+
+struct op {
+    struct srv *srv;
+    enum opkind kind;
+    json_t *id;
+    struct conn *c;
+    struct op *cnext, *cprev;
+    struct sess *ss;
+    struct op *snext, *sprev;
+    uint64_t tag;
+    bool dead;
+    bool replied; /* init answered (file ops) */
+    /* file ops */
+    enum fop fop;
+    char *path;
+    struct watch wbulk;
+    struct fb_buf data;   /* read: collected; write: to send (data.off = sent) */
+    int64_t expect;       /* bulk bytes announced, -1 = until EOF */
+    bool bulk_done;
+    json_t *result;       /* init's reply, waiting for bulk data */
+    bool base64;
+    int64_t offset, max;
+    /* exec */
+    char exec_id[72];
+    pid_t pid;
+    bool started, exited, timed_out, stream, paused;
+    int status;
+    struct xstream xs[2];
+    struct watch win;
+    struct fb_buf inbuf;
+    int64_t max_out;
+    uint64_t start_ns, end_ns, deadline_ns, grace_ns;
+    /* create */
+    struct fb_session *pending; /* being spawned */
+};
+
+/* The graveyard: freed at the end of each loop iteration. */
+enum grave_kind { GRAVE_CONN, GRAVE_SESS, GRAVE_OP };
+struct grave {
+    enum grave_kind kind;
+    void *p;
+    struct grave *next;
+};
+
+/* The whole server. */
+struct srv {
+    struct srv_limits lim;
+    int ep;                    /* the epoll instance */
+    struct conn *conns;
+    size_t nconns;
+    struct sess *sesss;
+    int pool_ready, pool_pending;
+    uint64_t pool_retry_ns;
+    bool pool_warned;          /* the pool's "not applied" note was shown */
+    bool stopping;
+    char sock_path[108];
+    char *recbuf;              /* SREC_MAX bytes: one record from an init */
+    struct grave *graves;
+    struct watch wlisten, wsig, wworker;
+    uint64_t listen_paused_until;
+    int lock_fd;
+    int ready_fd;
+    bool exit_with_parent;
+};
+
+/* ---- server.c: epoll and the graveyard ---- */
+void w_set(struct srv *srv, struct watch *w, uint32_t ev);
+void w_init(struct watch *w, enum wkind kind, int sub, void *ptr, int fd);
+void w_close(struct srv *srv, struct watch *w);
+void bury(struct srv *srv, enum grave_kind kind, void *p);
+static inline uint64_t now_ns(void) { return fb_now_ns(); }
+
+/* ---- server_conn.c ---- */
+void on_accept(struct srv *srv);
+void on_conn(struct conn *c, uint32_t events);
+void conn_process(struct conn *c);
+bool conn_paused(struct conn *c);
+void conn_close(struct conn *c);
+void conn_after_op(struct conn *c);
+/* Queue a line (takes ownership of line). */
+void conn_send(struct conn *c, char *line, size_t len);
+void send_result(struct conn *c, json_t *id, json_t *result);
+void send_error(struct conn *c, json_t *id, struct proto_err *e);
+void send_errf(struct conn *c, json_t *id, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void send_event(struct conn *c, json_t *id, const char *event, json_t *fields);
+
+/* ---- server_methods.c ---- */
+enum method_scope { SCOPE_NONE, SCOPE_DYING, SCOPE_ANY, SCOPE_LIVE }; /* methods.h */
+struct method;
+typedef void method_fn(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                       struct sess *ss);
+struct method {
+    const char *name;
+    method_fn *fn;
+    enum method_scope scope;
+    int arg; /* file.*: the enum fop */
+};
+/* The table entry of a method, or NULL. */
+const struct method *server_method(const char *name);
+void handle_line(struct conn *c, const char *line, size_t len);
+
+/* The handlers (the table lists them, methods.h). */
+method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
+    m_exec_kill, m_file, m_server_info, m_workspace;
+
+/* ---- ops (server_sess.c) ---- */
+struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);
+void op_unlink_conn(struct op *o);
+/* The op is answered or abandoned: close its fds and bury it. */
+void op_finish(struct op *o);
+void op_free(struct op *o);
+
+/* ---- server_sess.c ---- */
+struct sess *sess_find(struct srv *srv, uid_t uid, const char *id);
+unsigned sessions_of(struct srv *srv, uid_t uid);
+/* Send a record to init; takes the fds (closed once sent). Returns -1 when
+ * the record is too large, -2 when the session is not running (fds closed). */
+int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t plen, int *fds,
+              size_t nfds);
+void sess_destroy(struct sess *ss);
+void sess_gone(struct sess *ss);
+void sess_unwatch(struct sess *ss);
+void sess_free(struct sess *ss);
+void outq_flush(struct sess *ss);
+void outq_free(struct sess *ss);
+void on_ctl(struct sess *ss);
+void spawn_done(struct srv *srv, struct fb_session *s);
+void release_done(struct srv *srv, struct fb_session *s);
+void pool_refill(struct srv *srv);
+/* Relative paths are relative to the session's cwd. */
+int join_path(struct sess *ss, const char *p, char **out, struct proto_err *e, const char *param);
+int mkpipe(int fds[2], bool server_reads);
+
+/* ---- server_exec.c ---- */
+void exec_kill(struct op *o, int sig);
+void exec_pause(struct op *o, bool pause);
+void exec_maybe_finish(struct op *o, bool force);
+void on_exec_pipe(struct op *o, int sub);
+/* A record from init about an exec ("started", "exit", "reply"). */
+void on_exec_record(struct op *o, const char *opn, json_t *h);
+
+/* ---- server_file.c ---- */
+void on_bulk_pipe(struct op *o);
+/* A reply from init for a file op. */
+void on_file_reply(struct op *o, json_t *h, const char *payload, size_t plen);
+
+#endif

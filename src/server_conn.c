@@ -1,0 +1,342 @@
+/* server_conn.c — client connections (docs/protocol.md sections 1-2):
+ * accepting them (with the peer's credentials), cutting the input into
+ * request lines, queueing reply lines and writing them without blocking,
+ * and flow control: a connection whose queued replies exceed OUT_PAUSE is
+ * not read from (nor are its streaming execs' pipes) until they drain below
+ * OUT_RESUME; above OUT_DROP it is dropped. */
+#include "server.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ---- output ---- */
+
+static void conn_resume(struct conn *c);
+
+static bool conn_has_line(struct conn *c)
+{
+    return buf_pending(&c->in) && !c->discard &&
+           memchr(buf_head(&c->in), '\n', buf_pending(&c->in)) != NULL;
+}
+
+/* Recompute what to wait for on c; close it when it is finished (the
+ * client shut down its side and everything it asked for is answered). */
+static void conn_update(struct conn *c, bool may_close)
+{
+    if (c->dead)
+        return;
+    if (may_close && c->rd_eof && !c->nops && !buf_pending(&c->out) && !conn_has_line(c)) {
+        conn_close(c);
+        return;
+    }
+    /* EPOLLHUP is always wanted: it is how a client that closed (rather
+     * than only shut down its sending side) is noticed while we do not
+     * read from it. */
+    uint32_t ev = EPOLLHUP;
+    if (!c->rd_eof && !conn_paused(c))
+        ev |= EPOLLIN;
+    if (buf_pending(&c->out))
+        ev |= EPOLLOUT;
+    w_set(c->srv, &c->w, ev);
+}
+
+static void conn_flush(struct conn *c)
+{
+    while (buf_pending(&c->out)) {
+        ssize_t n = write(c->fd, buf_head(&c->out), buf_pending(&c->out));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
+        if (n <= 0) {
+            conn_close(c);
+            return;
+        }
+        buf_consume(&c->out, (size_t)n);
+    }
+    if (!buf_pending(&c->out))
+        buf_reset(&c->out);
+    if (buf_pending(&c->out) < OUT_RESUME)
+        conn_resume(c);
+    conn_update(c, true);
+}
+
+void conn_send(struct conn *c, char *line, size_t len)
+{
+    if (!c || c->dead) {
+        free(line);
+        return;
+    }
+    if (buf_pending(&c->out) > OUT_DROP) {
+        free(line);
+        conn_close(c);
+        return;
+    }
+    if (!buf_pending(&c->out)) {
+        /* Fast path: write directly, queue the rest. */
+        ssize_t n;
+        do
+            n = write(c->fd, line, len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+            free(line);
+            conn_close(c);
+            return;
+        }
+        size_t done = n > 0 ? (size_t)n : 0;
+        if (done < len)
+            buf_append(&c->out, line + done, len - done);
+    } else {
+        buf_append(&c->out, line, len);
+    }
+    free(line);
+    if (buf_pending(&c->out))
+        conn_update(c, false);
+}
+
+void send_result(struct conn *c, json_t *id, json_t *result)
+{
+    if (!c || c->dead) {
+        json_decref(result);
+        return;
+    }
+    size_t len;
+    char *line = proto_result_line(id, result, &len);
+    conn_send(c, line, len);
+}
+
+void send_error(struct conn *c, json_t *id, struct proto_err *e)
+{
+    if (c && !c->dead) {
+        size_t len;
+        char *line = proto_error_line(id, e, &len);
+        conn_send(c, line, len);
+    }
+    perr_clear(e);
+}
+
+void send_errf(struct conn *c, json_t *id, const char *code, const char *fmt, ...)
+{
+    struct proto_err e = {0};
+    e.code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    send_error(c, id, &e);
+}
+
+void send_event(struct conn *c, json_t *id, const char *event, json_t *fields)
+{
+    if (!c || c->dead) {
+        json_decref(fields);
+        return;
+    }
+    size_t len;
+    char *line = proto_event_line(id, event, fields, &len);
+    conn_send(c, line, len);
+}
+
+/* ---- input ---- */
+
+bool conn_paused(struct conn *c)
+{
+    return buf_pending(&c->out) >= OUT_PAUSE || c->nops >= MAX_INFLIGHT;
+}
+
+/* Handle complete lines in c->in. */
+void conn_process(struct conn *c)
+{
+    struct srv *srv = c->srv;
+    while (!c->dead && !conn_paused(c)) {
+        const char *head = buf_head(&c->in);
+        size_t pend = buf_pending(&c->in);
+        const char *nl = pend > c->scan ? memchr(head + c->scan, '\n', pend - c->scan) : NULL;
+        if (!nl) {
+            c->scan = pend;
+            if (c->discard) {
+                buf_consume(&c->in, pend);
+                c->scan = 0;
+            } else if ((int64_t)pend > srv->lim.max_message) {
+                json_t *pid = proto_peek_id(head, pend < 512 ? pend : 512);
+                send_errf(c, pid, "too_large", "a request line is larger than %lld bytes",
+                          (long long)srv->lim.max_message);
+                json_decref(pid);
+                c->discard = true;
+                buf_consume(&c->in, pend);
+                c->scan = 0;
+            }
+            break;
+        }
+        size_t len = (size_t)(nl - head);
+        c->scan = 0;
+        if (c->discard) {
+            c->discard = false;
+        } else if ((int64_t)len > srv->lim.max_message) {
+            json_t *pid = proto_peek_id(head, len < 512 ? len : 512);
+            send_errf(c, pid, "too_large", "a request line is larger than %lld bytes",
+                      (long long)srv->lim.max_message);
+            json_decref(pid);
+        } else {
+            size_t l = len;
+            if (l && head[l - 1] == '\r')
+                l--;
+            bool blank = true;
+            for (size_t i = 0; i < l && blank; i++)
+                blank = head[i] == ' ' || head[i] == '\t';
+            if (!blank)
+                handle_line(c, head, l);
+        }
+        if (c->dead)
+            return;
+        buf_consume(&c->in, len + 1);
+    }
+    if (!buf_pending(&c->in))
+        buf_reset(&c->in);
+}
+
+static void conn_resume(struct conn *c)
+{
+    if (c->dead)
+        return;
+    for (struct op *o = c->ops; o; o = o->cnext)
+        if (o->kind == OP_EXEC && o->paused)
+            exec_pause(o, false);
+}
+
+/* An op of c finished: maybe more requests can be read now (the loop
+ * processes buffered lines at the end of the iteration). */
+void conn_after_op(struct conn *c)
+{
+    conn_update(c, true);
+}
+
+void on_conn(struct conn *c, uint32_t events)
+{
+    if ((events & (EPOLLHUP | EPOLLERR)) && (c->rd_eof || conn_paused(c))) {
+        /* Gone for good: nobody can read what we would answer. */
+        conn_close(c);
+        return;
+    }
+    if (events & EPOLLOUT) {
+        conn_flush(c);
+        if (c->dead)
+            return;
+    }
+    if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) && !c->rd_eof) {
+        size_t budget = 1 << 20;
+        while (budget && !conn_paused(c)) {
+            char buf[CHUNK];
+            ssize_t n = read(c->fd, buf, sizeof buf);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            if (n < 0) {
+                conn_close(c);
+                return;
+            }
+            if (n == 0) {
+                c->rd_eof = true;
+                break;
+            }
+            buf_append(&c->in, buf, (size_t)n);
+            /* (a closed client's last requests are still handled: the
+             * close is acted on below, once the input is drained) */
+            budget = budget > (size_t)n ? budget - (size_t)n : 0;
+            conn_process(c);
+            if (c->dead)
+                return;
+        }
+        if (c->rd_eof) {
+            conn_process(c);
+            if (c->dead)
+                return;
+            if (events & (EPOLLHUP | EPOLLERR)) {
+                conn_close(c);
+                return;
+            }
+        }
+    }
+    conn_update(c, true);
+}
+
+void conn_close(struct conn *c)
+{
+    struct srv *srv = c->srv;
+    if (c->dead)
+        return;
+    c->dead = true;
+    w_set(c->srv, &c->w, 0);
+    close(c->fd);
+    c->w.fd = c->fd = -1;
+    /* Its ops: execs are killed, the rest finish unanswered. */
+    while (c->ops) {
+        struct op *o = c->ops;
+        op_unlink_conn(o);
+        if (o->kind == OP_EXEC) {
+            exec_kill(o, SIGKILL);
+            exec_pause(o, false); /* keep draining so the command is not stuck */
+        }
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        srv->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    srv->nconns--;
+    bury(c->srv, GRAVE_CONN, c);
+}
+
+void on_accept(struct srv *srv)
+{
+    for (int k = 0; k < 64; k++) {
+        int fd = accept4(srv->wlisten.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* Out of descriptors: stop accepting for a moment instead of
+                 * spinning on a listening socket that stays readable. */
+                w_set(srv, &srv->wlisten, 0);
+                srv->listen_paused_until = now_ns() + 100000000ull;
+            }
+            return;
+        }
+        struct ucred cr;
+        socklen_t cl = sizeof cr;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+            close(fd);
+            continue;
+        }
+        if ((int64_t)srv->nconns >= srv->lim.max_conns || srv->stopping) {
+            struct proto_err e = {0};
+            if (srv->stopping)
+                perr_set(&e, "shutting_down", "the server is stopping");
+            else {
+                perr_set(&e, "limit_exceeded", "too many connections");
+                snprintf(e.limit, sizeof e.limit, "connections");
+            }
+            size_t len;
+            char *line = proto_error_line(NULL, &e, &len);
+            ssize_t w = write(fd, line, len);
+            (void)w;
+            free(line);
+            close(fd);
+            continue;
+        }
+        struct conn *c = fb_xcalloc(1, sizeof *c);
+        c->srv = srv;
+        c->fd = fd;
+        c->uid = cr.uid;
+        c->pid = cr.pid;
+        w_init(&c->w, W_CONN, 0, c, fd);
+        c->next = srv->conns;
+        if (srv->conns)
+            srv->conns->prev = c;
+        srv->conns = c;
+        srv->nconns++;
+        w_set(srv, &c->w, EPOLLIN | EPOLLHUP);
+    }
+}

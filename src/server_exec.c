@@ -1,0 +1,470 @@
+/* server_exec.c — exec and exec.kill (docs/protocol.md): the request to
+ * the session's init with the command's pipes, reading stdout/stderr
+ * (collected up to maxOutputBytes, or streamed as events under the
+ * connection's flow control), feeding stdin, deadlines and the result. */
+#include "server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+/* ---- exec ---- */
+
+static json_t *chunk_json(struct xstream *x, const char *data, size_t n, bool final, bool base64)
+{
+    if (base64) {
+        if (!n)
+            return NULL;
+        char *b = fb_xmalloc(b64_encoded_len(n) + 1);
+        size_t l = b64_encode((const unsigned char *)data, n, b);
+        json_t *s = json_stringn_nocheck(b, l);
+        free(b);
+        return s;
+    }
+    /* utf8: prepend the carried partial sequence. */
+    size_t tot = x->ncarry + n;
+    if (!tot)
+        return NULL;
+    unsigned char *in = fb_xmalloc(tot);
+    memcpy(in, x->carry, x->ncarry);
+    if (n)
+        memcpy(in + x->ncarry, data, n);
+    char *out = fb_xmalloc(3 * tot + 1);
+    size_t used;
+    size_t ol = utf8_repair(in, tot, out, final, &used);
+    x->ncarry = tot - used;
+    if (x->ncarry > sizeof x->carry) {
+        /* Cannot happen: an incomplete sequence is at most 3 bytes. */
+        x->ncarry = 0;
+    }
+    memcpy(x->carry, in + used, x->ncarry);
+    free(in);
+    json_t *s = ol ? json_stringn_nocheck(out, ol) : NULL;
+    free(out);
+    return s;
+}
+
+void exec_pause(struct op *o, bool pause)
+{
+    if (o->paused == pause)
+        return;
+    o->paused = pause;
+    for (int i = 0; i < 2; i++)
+        if (o->xs[i].w.fd >= 0)
+            w_set(o->srv, &o->xs[i].w, pause ? 0 : EPOLLIN);
+}
+
+static const char *const stream_name[2] = {"stdout", "stderr"};
+
+static void exec_deliver(struct op *o, int i, const char *data, size_t n)
+{
+    struct xstream *x = &o->xs[i];
+    if (!o->c)
+        return; /* nobody listens */
+    if (o->stream) {
+        json_t *d = chunk_json(x, data, n, false, o->base64);
+        if (d)
+            send_event(o->c, o->id, stream_name[i], json_pack("{s:o}", "data", d));
+        if (o->c && buf_pending(&o->c->out) >= OUT_PAUSE)
+            exec_pause(o, true);
+        return;
+    }
+    size_t room = buf_pending(&x->buf) < (size_t)o->max_out ? (size_t)o->max_out - buf_pending(&x->buf) : 0;
+    if (n > room) {
+        x->truncated = true;
+        n = room;
+    }
+    buf_append(&x->buf, data, n);
+}
+
+static json_t *exec_result(struct op *o)
+{
+    json_t *r = json_object();
+    json_object_set_new(r, "execId", json_string(o->exec_id));
+    int code;
+    const char *sig = NULL;
+    bool timed = false;
+    if (WIFSIGNALED(o->status)) {
+        code = 128 + WTERMSIG(o->status);
+        sig = proto_signal_name(WTERMSIG(o->status));
+        if (o->timed_out) {
+            code = FB_EXIT_TIMEOUT;
+            timed = true;
+        }
+    } else if (WIFEXITED(o->status)) {
+        code = WEXITSTATUS(o->status);
+    } else {
+        code = FB_EXIT_SETUP;
+    }
+    json_object_set_new(r, "exitCode", json_integer(code));
+    json_object_set_new(r, "signal", sig ? json_string(sig) : json_null());
+    json_object_set_new(r, "timedOut", json_boolean(timed));
+    json_object_set_new(r, "durationMs",
+                        json_integer((json_int_t)((o->end_ns - o->start_ns) / 1000000ull)));
+    if (!o->stream) {
+        for (int i = 0; i < 2; i++) {
+            struct xstream *x = &o->xs[i];
+            x->ncarry = 0;
+            json_t *d = chunk_json(x, buf_head(&x->buf), buf_pending(&x->buf), true, o->base64);
+            json_object_set_new(r, stream_name[i], d ? d : json_string(""));
+            char k[32];
+            snprintf(k, sizeof k, "%sTruncated", stream_name[i]);
+            json_object_set_new(r, k, json_boolean(x->truncated));
+        }
+        json_object_set_new(r, "encoding", json_string(o->base64 ? "base64" : "utf8"));
+    }
+    return r;
+}
+
+void exec_maybe_finish(struct op *o, bool force)
+{
+    if (o->dead || !o->exited)
+        return;
+    if (!force && !(o->xs[0].eof && o->xs[1].eof))
+        return;
+    /* Drain whatever is already in the pipes (a background process may
+     * still hold them open: we stop here, it keeps running). */
+    bool timed = o->timed_out && WIFSIGNALED(o->status);
+    for (int i = 0; i < 2; i++) {
+        struct xstream *x = &o->xs[i];
+        char buf[CHUNK];
+        for (int k = 0; k < 16 && x->w.fd >= 0; k++) {
+            ssize_t n = read(x->w.fd, buf, sizeof buf);
+            if (n <= 0)
+                break;
+            exec_deliver(o, i, buf, (size_t)n);
+        }
+        if (o->stream && o->c) {
+            json_t *d = chunk_json(x, NULL, 0, true, o->base64);
+            if (d)
+                send_event(o->c, o->id, stream_name[i], json_pack("{s:o}", "data", d));
+        }
+    }
+    if (timed) {
+        /* As `fluebox run` does: say so on stderr. */
+        char note[128];
+        int nl = snprintf(note, sizeof note, "fluebox: the command timed out after %lld ms and was killed\n",
+                          (long long)((o->deadline_ns - o->start_ns) / 1000000ull));
+        if (o->stream && o->c) {
+            json_t *d = chunk_json(&o->xs[1], note, (size_t)nl, true, o->base64);
+            send_event(o->c, o->id, "stderr", json_pack("{s:o}", "data", d));
+        } else if (!o->stream) {
+            buf_append(&o->xs[1].buf, note, (size_t)nl);
+        }
+    }
+    if (o->ss)
+        session_touch(o->ss->s);
+    send_result(o->c, o->id, exec_result(o));
+    op_finish(o);
+}
+
+void exec_kill(struct op *o, int sig)
+{
+    if (!o->ss || o->exited)
+        return;
+    json_t *h = json_pack("{s:s, s:I, s:I, s:i}", "op", "kill", "t", (json_int_t)0, "target",
+                          (json_int_t)o->tag, "sig", sig);
+    sess_send(o->ss, h, NULL, 0, NULL, 0);
+}
+
+void on_exec_pipe(struct op *o, int sub)
+{
+    if (sub == 2) {
+        /* stdin: write what is left */
+        while (buf_pending(&o->inbuf)) {
+            ssize_t n = write(o->win.fd, buf_head(&o->inbuf), buf_pending(&o->inbuf));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            if (n <= 0) {
+                buf_reset(&o->inbuf);
+                break;
+            }
+            buf_consume(&o->inbuf, (size_t)n);
+        }
+        buf_free(&o->inbuf);
+        w_close(o->srv, &o->win);
+        return;
+    }
+    struct xstream *x = &o->xs[sub];
+    char buf[CHUNK];
+    ssize_t n = read(x->w.fd, buf, sizeof buf);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return;
+    if (n <= 0) {
+        x->eof = true;
+        w_close(o->srv, &x->w);
+        exec_maybe_finish(o, false);
+        return;
+    }
+    exec_deliver(o, sub, buf, (size_t)n);
+}
+
+/* A record from init about an exec: "started", "exit", or "reply" (it
+ * could not be started). Untrusted: fields are checked or clamped. */
+void on_exec_record(struct op *o, const char *opn, json_t *h)
+{
+    if (!strcmp(opn, "started") && !o->started) {
+        o->started = true;
+        o->pid = (pid_t)json_integer_value(json_object_get(h, "pid"));
+        if (o->stream)
+            send_event(o->c, o->id, "start",
+                       json_pack("{s:s, s:i}", "execId", o->exec_id, "pid", (int)o->pid));
+        if (!o->c)
+            exec_kill(o, SIGKILL); /* the client left before it started */
+    } else if (!strcmp(opn, "exit") && o->started && !o->exited) {
+        o->exited = true;
+        o->status = (int)json_integer_value(json_object_get(h, "status"));
+        o->end_ns = now_ns();
+        o->grace_ns = o->end_ns + GRACE_NS;
+        exec_maybe_finish(o, false);
+    } else if (!strcmp(opn, "reply")) {
+        json_int_t e = json_integer_value(json_object_get(h, "errno"));
+        if (e <= 0 || e >= 4096)
+            e = EIO;
+        struct proto_err pe = {0};
+        pe.code = proto_errno_name((int)e);
+        snprintf(pe.message, sizeof pe.message, "cannot start the command: %s",
+                 strerror((int)e));
+        send_error(o->c, o->id, &pe);
+        op_finish(o);
+    }
+}
+
+/* ---- requests ---- */
+
+static bool exec_id_ok(const char *s)
+{
+    size_t l = strlen(s);
+    if (l < 1 || l > 64)
+        return false;
+    for (size_t i = 0; i < l; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '.' || ch == '_' || ch == '-'))
+            return false;
+    }
+    return true;
+}
+
+static struct op *exec_by_id(struct sess *ss, const char *xid)
+{
+    for (struct op *o = ss->ops; o; o = o->snext)
+        if (o->kind == OP_EXEC && !o->dead && !strcmp(o->exec_id, xid))
+            return o;
+    return NULL;
+}
+
+void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, struct sess *ss)
+{
+    struct srv *srv = c->srv;
+    struct proto_err e = {0};
+    json_t *argv, *env;
+    const char *command, *cwd, *stdin_s, *xid;
+    size_t stdin_len;
+    bool stdin_b64;
+    int64_t timeout, maxout;
+    if (pget_strarray(params, "argv", &argv, false, &e) < 0 ||
+        pget_str(params, "command", &command, NULL, false, 0, &e) < 0 ||
+        pget_str(params, "cwd", &cwd, NULL, false, 4095, &e) < 0 ||
+        pget_strmap(params, "env", &env, &e) < 0 ||
+        pget_bytes(params, "stdin", &stdin_s, &stdin_len, false, &e) < 0 ||
+        pget_encoding(params, "stdinEncoding", &stdin_b64, &e) < 0 ||
+        pget_int(params, "timeoutMs", &timeout, ss->s->exec_timeout_ms, 0, INT64_MAX / 2000000,
+                 &e) < 0 ||
+        pget_int(params, "maxOutputBytes", &maxout, srv->lim.max_output, 0, INT64_MAX, &e) < 0 ||
+        pget_str(params, "execId", &xid, NULL, false, 64, &e) < 0)
+        return send_error(c, id, &e);
+    bool stream, b64;
+    if (pget_bool(params, "stream", &stream, false, &e) < 0 ||
+        pget_encoding(params, "encoding", &b64, &e) < 0)
+        return send_error(c, id, &e);
+    if (!!argv == !!command) {
+        perr_param(&e, "argv", "give exactly one of argv and command");
+        return send_error(c, id, &e);
+    }
+    if (argv && !json_array_size(argv)) {
+        perr_param(&e, "argv", "argv must not be empty");
+        return send_error(c, id, &e);
+    }
+    if (argv && !json_string_length(json_array_get(argv, 0))) {
+        perr_param(&e, "argv", "argv[0] must not be empty");
+        return send_error(c, id, &e);
+    }
+    if (xid && !exec_id_ok(xid)) {
+        perr_param(&e, "execId", "execId must be 1 to 64 characters of [A-Za-z0-9._-]");
+        return send_error(c, id, &e);
+    }
+    if (xid && exec_by_id(ss, xid)) {
+        perr_param(&e, "execId", "execId %s is running already", xid);
+        return send_error(c, id, &e);
+    }
+    if ((int64_t)ss->running_execs >= srv->lim.max_execs) {
+        perr_set(&e, "limit_exceeded", "at most %lld execs run at once in a session",
+                 (long long)srv->lim.max_execs);
+        snprintf(e.limit, sizeof e.limit, "execsPerSession");
+        return send_error(c, id, &e);
+    }
+    if (maxout > srv->lim.max_output)
+        maxout = srv->lim.max_output;
+    if (env) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(env, k, v)
+        {
+            if (!*k || strchr(k, '=')) {
+                perr_param(&e, "env", "env: \"%.64s\" is not a variable name", k);
+                return send_error(c, id, &e);
+            }
+        }
+    }
+    /* stdin */
+    struct fb_buf in = {0};
+    if (stdin_s) {
+        size_t l = stdin_len;
+        if (stdin_b64) {
+            unsigned char *d = fb_xmalloc(b64_decoded_max(l));
+            ssize_t dl = b64_decode(stdin_s, l, d);
+            if (dl < 0) {
+                free(d);
+                perr_param(&e, "stdin", "stdin is not valid base64");
+                return send_error(c, id, &e);
+            }
+            buf_append(&in, d, (size_t)dl);
+            free(d);
+        } else {
+            buf_append(&in, stdin_s, l);
+        }
+    }
+    /* The spec for init. */
+    size_t total = 0;
+    json_t *av = json_array();
+    if (command) {
+        json_array_append_new(av, json_string("/bin/sh"));
+        json_array_append_new(av, json_string("-c"));
+        json_array_append_new(av, json_string(command));
+        total += strlen(command) + 16;
+    } else {
+        size_t i;
+        json_t *it;
+        json_array_foreach(argv, i, it)
+        {
+            json_array_append(av, it);
+            total += json_string_length(it) + 1;
+        }
+    }
+    json_t *ev = json_array();
+    for (char **p = ss->s->env; p && *p; p++) {
+        const char *eq = strchr(*p, '=');
+        if (env && eq) {
+            char k[256];
+            size_t kl = (size_t)(eq - *p);
+            if (kl < sizeof k) {
+                memcpy(k, *p, kl);
+                k[kl] = 0;
+                if (json_object_get(env, k))
+                    continue;
+            }
+        }
+        json_array_append_new(ev, json_string(*p));
+        total += strlen(*p) + 1;
+    }
+    if (env) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(env, k, v)
+        {
+            json_array_append_new(ev, json_sprintf("%s=%s", k, json_string_value(v)));
+            total += strlen(k) + json_string_length(v) + 2;
+        }
+    }
+    char *wd = NULL;
+    if (join_path(ss, cwd ? cwd : ss->s->cwd, &wd, &e, "cwd") < 0) {
+        json_decref(av);
+        json_decref(ev);
+        buf_free(&in);
+        return send_error(c, id, &e);
+    }
+    total += strlen(wd);
+    if (total > EXEC_SPEC_MAX) {
+        json_decref(av);
+        json_decref(ev);
+        buf_free(&in);
+        free(wd);
+        return send_errf(c, id, "too_large", "argv, env and cwd exceed %d bytes", EXEC_SPEC_MAX);
+    }
+    int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1};
+    bool piped = mkpipe(po, true) == 0 && mkpipe(pe, true) == 0 &&
+                 (!buf_pending(&in) || mkpipe(pi, false) == 0);
+    if (!piped) {
+        int er = errno;
+        int all[6] = {po[0], po[1], pe[0], pe[1], pi[0], pi[1]};
+        for (int k = 0; k < 6; k++)
+            if (all[k] >= 0)
+                close(all[k]);
+        json_decref(av);
+        json_decref(ev);
+        buf_free(&in);
+        free(wd);
+        return send_errf(c, id, proto_errno_name(er), "cannot create pipes: %s", strerror(er));
+    }
+    struct op *o = op_new(OP_EXEC, c, id, ss);
+    if (xid)
+        snprintf(o->exec_id, sizeof o->exec_id, "%s", xid);
+    else
+        snprintf(o->exec_id, sizeof o->exec_id, "x%llu", (unsigned long long)(ss->total_execs + 1));
+    ss->total_execs++;
+    ss->running_execs++;
+    o->stream = stream;
+    o->base64 = b64;
+    o->max_out = maxout;
+    o->start_ns = now_ns();
+    o->deadline_ns = timeout > 0 ? o->start_ns + (uint64_t)timeout * 1000000ull : 0;
+    o->inbuf = in;
+    o->xs[0].w.fd = po[0];
+    o->xs[1].w.fd = pe[0];
+    w_set(o->srv, &o->xs[0].w, EPOLLIN);
+    w_set(o->srv, &o->xs[1].w, EPOLLIN);
+    if (pi[1] >= 0) {
+        o->win.fd = pi[1];
+        w_set(o->srv, &o->win, EPOLLOUT);
+    }
+    json_t *h = json_pack("{s:s, s:I, s:o, s:o, s:s, s:b, s:I, s:I}", "op", "exec", "t",
+                          (json_int_t)o->tag, "argv", av, "env", ev, "cwd", wd, "stdin",
+                          pi[0] >= 0, "nofile", (json_int_t)(ss->s->pol.limits.nofile > 0 ? ss->s->pol.limits.nofile : 0),
+                          "fsize", (json_int_t)(ss->s->pol.limits.fsize > 0 ? ss->s->pol.limits.fsize : 0));
+    free(wd);
+    int fds[3] = {po[1], pe[1], pi[0]};
+    int sr = sess_send(ss, h, NULL, 0, fds, pi[0] >= 0 ? 3 : 2);
+    if (sr < 0) {
+        if (sr == -1)
+            send_errf(c, id, "too_large", "the command is too large");
+        else
+            send_errf(c, id, "session_dead", "the session is not running");
+        op_finish(o);
+    }
+}
+
+void m_exec_kill(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                 struct sess *ss)
+{
+    struct proto_err e = {0};
+    const char *xid;
+    if (pget_str(params, "execId", &xid, NULL, true, 64, &e) < 0)
+        return send_error(c, id, &e);
+    json_t *sj = json_object_get(params, "signal");
+    int sig = SIGKILL;
+    if (sj && !json_is_null(sj) && (sig = proto_signal_parse(sj)) < 0) {
+        perr_param(&e, "signal", "signal must be one of SIGTERM, SIGKILL, SIGINT, SIGHUP, SIGQUIT, "
+                                 "SIGUSR1, SIGUSR2, SIGALRM, SIGSTOP, SIGCONT, SIGWINCH");
+        return send_error(c, id, &e);
+    }
+    struct op *o = exec_by_id(ss, xid);
+    if (!o || o->exited)
+        return send_errf(c, id, "not_found", "no running exec %s in session %s", xid, ss->s->id);
+    exec_kill(o, sig);
+    send_result(c, id, json_object());
+}
+

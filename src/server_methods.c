@@ -1,0 +1,111 @@
+/* server_methods.c — the dispatch table, made from the one method list
+ * (methods.h), and the request line's way to its handler: parse, check the
+ * id, find the method and the session it names, call. Also server.info. */
+#include "server.h"
+
+#include "methods.h"
+#include "profile.h"
+
+#include <string.h>
+
+#define METHOD_ENTRY(name, fn, scope, arg) {name, fn, scope, arg},
+static const struct method table[] = {FB_METHODS(METHOD_ENTRY)};
+#undef METHOD_ENTRY
+
+const struct method *server_method(const char *name)
+{
+    for (size_t i = 0; i < FB_ARRAY_LEN(table); i++)
+        if (!strcmp(table[i].name, name))
+            return &table[i];
+    return NULL;
+}
+
+void m_server_info(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                   struct sess *unused)
+{
+    struct srv *srv = c->srv;
+    json_t *methods = json_array();
+    for (size_t i = 0; proto_methods[i]; i++)
+        json_array_append_new(methods, json_string(proto_methods[i]));
+    json_t *profiles = json_array();
+    for (const char *const *n = profile_builtin_names(); n && *n; n++)
+        json_array_append_new(profiles, json_string(*n));
+    json_t *r = json_object();
+    json_object_set_new(r, "name", json_string("fluebox"));
+    json_object_set_new(r, "version", json_string(FB_VERSION));
+    json_object_set_new(r, "protocol", json_integer(FB_PROTO_VERSION));
+    json_object_set_new(r, "pid", json_integer(getpid()));
+    json_object_set_new(r, "uid", json_integer(geteuid()));
+    json_object_set_new(r, "peerUid", json_integer(c->uid));
+    json_object_set_new(r, "socket", json_string(srv->sock_path));
+    json_object_set_new(r, "sessions", json_integer(sessions_of(srv, c->uid)));
+    json_object_set_new(r, "pool", json_pack("{s:I, s:i, s:s}", "size", (json_int_t)srv->lim.pool,
+                                             "ready", srv->pool_ready, "profile", FB_DEFAULT_PROFILE));
+    json_object_set_new(r, "profiles", profiles);
+    json_object_set_new(r, "methods", methods);
+    json_object_set_new(
+        r, "limits",
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "maxMessageBytes", (json_int_t)srv->lim.max_message,
+                  "maxSessionsPerUid", (json_int_t)srv->lim.max_sessions, "maxExecsPerSession",
+                  (json_int_t)srv->lim.max_execs, "maxOutputBytes", (json_int_t)srv->lim.max_output,
+                  "maxReadBytes", (json_int_t)srv->lim.max_output, "maxConnections",
+                  (json_int_t)srv->lim.max_conns));
+    send_result(c, id, r);
+}
+
+/* The session a request names, answering the request when it cannot go
+ * on. */
+static struct sess *named_session(struct conn *c, const struct method *m, json_t *id,
+                                  json_t *params)
+{
+    struct proto_err e = {0};
+    const char *sid;
+    if (pget_str(params, "session", &sid, NULL, true, 64, &e) < 0) {
+        send_error(c, id, &e);
+        return NULL;
+    }
+    struct sess *ss = sess_find(c->srv, c->uid, sid);
+    if (!ss || (ss->dying && m->scope != SCOPE_DYING)) {
+        send_errf(c, id, "not_found", "no session %.64s", sid);
+        return NULL;
+    }
+    if (m->scope != SCOPE_LIVE)
+        return ss;
+    if (ss->s->state == SESS_DEAD) {
+        send_errf(c, id, "session_dead", "%s", ss->s->death[0] ? ss->s->death : "the session is gone");
+        return NULL;
+    }
+    if (c->srv->stopping) {
+        send_errf(c, id, "shutting_down", "the server is stopping");
+        return NULL;
+    }
+    session_touch(ss->s);
+    return ss;
+}
+
+void handle_line(struct conn *c, const char *line, size_t len)
+{
+    struct proto_req req;
+    struct proto_err e = {0};
+    if (proto_parse_request(line, len, &req, &e) < 0) {
+        send_error(c, req.id, &e);
+        proto_req_free(&req);
+        return;
+    }
+    for (struct op *o = c->ops; o; o = o->cnext) {
+        if (json_equal(o->id, req.id)) {
+            send_errf(c, req.id, "invalid_request", "id is already in use by a request in flight");
+            proto_req_free(&req);
+            return;
+        }
+    }
+    /* proto_parse_request accepts only listed methods, and every listed
+     * method has an entry. */
+    const struct method *m = server_method(req.method);
+    struct sess *ss = NULL;
+    if (!m)
+        send_errf(c, req.id, "method_not_found", "unknown method \"%.64s\"", req.method);
+    else if (m->scope == SCOPE_NONE || (ss = named_session(c, m, req.id, req.params)))
+        m->fn(c, m, req.id, req.params, ss);
+    proto_req_free(&req);
+}

@@ -1,0 +1,634 @@
+/* server_sess.c — sessions and the warm pool in the server (server.h):
+ * the op objects that wait on a session, a session's watches and the queue
+ * of records to its init, records from init (handed to the exec and file
+ * code), session.create/destroy/list/info, the spawn worker's results and
+ * the pool's refill. The policy and the worker are in session.c. */
+#include "server.h"
+
+#include "cgroup.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* ---- ops ---- */
+
+struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss)
+{
+    struct op *o = fb_xcalloc(1, sizeof *o);
+    o->srv = c ? c->srv : ss->srv;
+    o->kind = kind;
+    o->id = json_incref(id);
+    o->c = c;
+    if (c) {
+        o->cnext = c->ops;
+        if (c->ops)
+            c->ops->cprev = o;
+        c->ops = o;
+        c->nops++;
+    }
+    o->ss = ss;
+    if (ss) {
+        o->snext = ss->ops;
+        if (ss->ops)
+            ss->ops->sprev = o;
+        ss->ops = o;
+        o->tag = ++ss->next_tag;
+    }
+    w_init(&o->wbulk, W_PIPE, 3, o, -1);
+    w_init(&o->win, W_PIPE, 2, o, -1);
+    for (int i = 0; i < 2; i++)
+        w_init(&o->xs[i].w, W_PIPE, i, o, -1);
+    o->expect = -1;
+    return o;
+}
+
+void op_unlink_conn(struct op *o)
+{
+    struct conn *c = o->c;
+    if (!c)
+        return;
+    if (o->cprev)
+        o->cprev->cnext = o->cnext;
+    else
+        c->ops = o->cnext;
+    if (o->cnext)
+        o->cnext->cprev = o->cprev;
+    o->cnext = o->cprev = NULL;
+    o->c = NULL;
+    c->nops--;
+}
+
+static void op_unlink_sess(struct op *o)
+{
+    struct sess *ss = o->ss;
+    if (!ss)
+        return;
+    if (o->sprev)
+        o->sprev->snext = o->snext;
+    else
+        ss->ops = o->snext;
+    if (o->snext)
+        o->snext->sprev = o->sprev;
+    o->snext = o->sprev = NULL;
+    o->ss = NULL;
+}
+
+void op_finish(struct op *o)
+{
+    if (o->dead)
+        return;
+    o->dead = true;
+    struct conn *c = o->c;
+    if (o->kind == OP_EXEC && o->ss && o->ss->running_execs > 0)
+        o->ss->running_execs--;
+    op_unlink_conn(o);
+    op_unlink_sess(o);
+    w_close(o->srv, &o->wbulk);
+    w_close(o->srv, &o->win);
+    for (int i = 0; i < 2; i++)
+        w_close(o->srv, &o->xs[i].w);
+    bury(o->srv, GRAVE_OP, o);
+    if (c)
+        conn_after_op(c);
+}
+
+void op_free(struct op *o)
+{
+    json_decref(o->id);
+    json_decref(o->result);
+    free(o->path);
+    buf_free(&o->data);
+    buf_free(&o->inbuf);
+    for (int i = 0; i < 2; i++)
+        buf_free(&o->xs[i].buf);
+    free(o);
+}
+
+static struct op *op_by_tag(struct sess *ss, uint64_t tag)
+{
+    for (struct op *o = ss->ops; o; o = o->snext)
+        if (o->tag == tag && !o->dead)
+            return o;
+    return NULL;
+}
+
+/* ---- sessions ---- */
+
+static struct sess *sess_new(struct srv *srv, struct fb_session *s)
+{
+    struct sess *ss = fb_xcalloc(1, sizeof *ss);
+    ss->srv = srv;
+    ss->s = s;
+    s->srv = ss;
+    w_init(&ss->wctl, W_CTL, 0, ss, -1);
+    w_init(&ss->wpid, W_PIDFD, 0, ss, -1);
+    w_init(&ss->wegress, W_EGRESS, 0, ss, -1);
+    ss->next = srv->sesss;
+    if (srv->sesss)
+        srv->sesss->prev = ss;
+    srv->sesss = ss;
+    return ss;
+}
+
+static void sess_unlink(struct sess *ss)
+{
+    struct srv *srv = ss->srv;
+    if (ss->prev)
+        ss->prev->next = ss->next;
+    else
+        srv->sesss = ss->next;
+    if (ss->next)
+        ss->next->prev = ss->prev;
+    ss->next = ss->prev = NULL;
+}
+
+/* Start watching a freshly spawned sandbox. */
+static void sess_watch(struct sess *ss)
+{
+    struct fb_sandbox *sb = &ss->s->sb;
+    int fl = fcntl(sb->ctl, F_GETFL);
+    fcntl(sb->ctl, F_SETFL, fl | O_NONBLOCK);
+    int sz = 1 << 20;
+    setsockopt(sb->ctl, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+    /* The fds belong to the sandbox struct: watches never close them. */
+    ss->wctl.fd = sb->ctl;
+    ss->wpid.fd = sb->pidfd;
+    w_set(ss->srv, &ss->wctl, EPOLLIN);
+    w_set(ss->srv, &ss->wpid, EPOLLIN);
+    if (sb->egress) {
+        ss->wegress.fd = egress_fd(sb->egress);
+        w_set(ss->srv, &ss->wegress, EPOLLIN);
+    }
+}
+
+void sess_unwatch(struct sess *ss)
+{
+    w_set(ss->srv, &ss->wctl, 0);
+    w_set(ss->srv, &ss->wpid, 0);
+    w_set(ss->srv, &ss->wegress, 0);
+    ss->wctl.fd = ss->wpid.fd = ss->wegress.fd = -1;
+}
+
+void outq_free(struct sess *ss)
+{
+    while (ss->qhead) {
+        struct outrec *r = ss->qhead;
+        ss->qhead = r->next;
+        for (size_t i = 0; i < r->nfds; i++)
+            close(r->fds[i]);
+        free(r->rec);
+        free(r);
+    }
+    ss->qtail = NULL;
+}
+
+void outq_flush(struct sess *ss)
+{
+    while (ss->qhead) {
+        struct outrec *r = ss->qhead;
+        if (srec_send(ss->s->sb.ctl, r->rec, r->len, r->fds, r->nfds, MSG_DONTWAIT) < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                w_set(ss->srv, &ss->wctl, EPOLLIN | EPOLLOUT);
+                return;
+            }
+            /* init is gone: the pidfd will say so */
+            outq_free(ss);
+            break;
+        }
+        ss->qhead = r->next;
+        for (size_t i = 0; i < r->nfds; i++)
+            close(r->fds[i]);
+        free(r->rec);
+        free(r);
+    }
+    ss->qtail = NULL;
+    if (ss->wctl.fd >= 0)
+        w_set(ss->srv, &ss->wctl, EPOLLIN);
+}
+
+int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t plen, int *fds,
+                     size_t nfds)
+{
+    size_t len;
+    char *rec = srec_encode(hdr, payload, plen, &len);
+    if (!rec) {
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        return -1;
+    }
+    if (ss->s->state != SESS_READY || ss->wctl.fd < 0) {
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        free(rec);
+        return -2;
+    }
+    if (!ss->qhead && srec_send(ss->s->sb.ctl, rec, len, fds, nfds, MSG_DONTWAIT) == 0) {
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        free(rec);
+        return 0;
+    }
+    if (!ss->qhead && errno != EAGAIN && errno != EWOULDBLOCK) {
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        free(rec);
+        return 0;
+    }
+    struct outrec *r = fb_xcalloc(1, sizeof *r);
+    r->rec = rec;
+    r->len = len;
+    memcpy(r->fds, fds, nfds * sizeof(int));
+    r->nfds = nfds;
+    if (ss->qtail)
+        ss->qtail->next = r;
+    else
+        ss->qhead = r;
+    ss->qtail = r;
+    w_set(ss->srv, &ss->wctl, EPOLLIN | EPOLLOUT);
+    return 0;
+}
+
+unsigned sessions_of(struct srv *srv, uid_t uid)
+{
+    unsigned n = 0;
+    for (struct sess *ss = srv->sesss; ss; ss = ss->next)
+        if (!ss->in_pool && ss->s->uid == uid && !ss->dead)
+            n++;
+    return n;
+}
+
+struct sess *sess_find(struct srv *srv, uid_t uid, const char *id)
+{
+    for (struct sess *ss = srv->sesss; ss; ss = ss->next)
+        if (!ss->in_pool && !ss->dead && ss->s->uid == uid && ss->s->state != SESS_STARTING &&
+            !strcmp(ss->s->id, id))
+            return ss;
+    return NULL;
+}
+
+/* Fail every op waiting on the session (it died or is being destroyed). */
+static void sess_fail_ops(struct sess *ss, const char *code, const char *why)
+{
+    struct op *o = ss->ops;
+    while (o) {
+        struct op *nx = o->snext;
+        if (o->kind == OP_EXEC || o->kind == OP_FILE) {
+            send_errf(o->c, o->id, code, "%s", why);
+            op_finish(o);
+        }
+        o = nx;
+    }
+}
+
+static void sess_release(struct sess *ss)
+{
+    if (ss->s->releasing)
+        return;
+    outq_free(ss);
+    sess_unwatch(ss);
+    if (!ss->s->spawned) {
+        release_done(ss->srv, ss->s); /* nothing to release */
+        return;
+    }
+    ss->s->releasing = true;
+    worker_submit(ss->s, WJ_RELEASE);
+}
+
+void sess_free(struct sess *ss)
+{
+    if (ss->dead)
+        return;
+    ss->dead = true;
+    sess_unlink(ss);
+    bury(ss->srv, GRAVE_SESS, ss);
+}
+
+/* Destroy: kill now; answered (and freed) once the worker released it. */
+void sess_destroy(struct sess *ss)
+{
+    ss->dying = true;
+    sess_fail_ops(ss, "session_dead", "the session was destroyed");
+    if (ss->s->spawned && ss->s->state != SESS_DEAD)
+        sandbox_kill(&ss->s->sb);
+    if (ss->s->state != SESS_DEAD && ss->s->spawned) {
+        ss->s->state = SESS_DEAD;
+        snprintf(ss->s->death, sizeof ss->s->death, "destroyed");
+        sess_release(ss);
+    } else if (!ss->s->releasing) {
+        ss->s->state = SESS_DEAD;
+        /* Released already: answer destroy ops now. */
+        struct op *o = ss->ops;
+        while (o) {
+            struct op *nx = o->snext;
+            if (o->kind == OP_DESTROY) {
+                send_result(o->c, o->id, json_object());
+                op_finish(o);
+            }
+            o = nx;
+        }
+        sess_free(ss);
+    }
+}
+
+/* Init's pidfd became readable: the sandbox is gone. */
+void sess_gone(struct sess *ss)
+{
+    struct fb_session *s = ss->s;
+    if (s->state == SESS_DEAD) {
+        sess_unwatch(ss);
+        return;
+    }
+    if (!ss->dying) {
+        struct fb_cg_usage u = {0};
+        u.mem_peak = u.mem_current = u.pids_peak = u.cpu_usage_us = u.oom_kills = -1;
+        if (s->sb.cg)
+            cgroup_usage(s->sb.cg, &u);
+        snprintf(s->death, sizeof s->death, "%s",
+                 u.oom_killed ? "the session's init was killed by the OOM killer"
+                              : "the session's init exited");
+    }
+    s->state = SESS_DEAD;
+    sess_fail_ops(ss, "session_dead", s->death[0] ? s->death : "the session is gone");
+    if (ss->in_pool) {
+        /* A pool sandbox died: drop it and refill. */
+        ss->dying = true;
+        ss->srv->pool_ready--;
+        ss->in_pool = false;
+        ss->s->uid = (uid_t)-1;
+    }
+    sess_release(ss);
+}
+
+/* ---- records from init ---- */
+
+void on_ctl(struct sess *ss)
+{
+    for (int k = 0; k < 64 && !ss->dead && ss->wctl.fd >= 0; k++) {
+        json_t *h;
+        const char *payload;
+        size_t plen, nfds = 0;
+        int r = srec_recv(ss->s->sb.ctl, ss->srv->recbuf, MSG_DONTWAIT, &h, &payload, &plen, NULL, &nfds);
+        if (r < 0 && errno == EPROTO)
+            continue;
+        if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (r <= 0) {
+            /* EOF: init is exiting; its pidfd tells us when it is gone. */
+            w_set(ss->srv, &ss->wctl, 0);
+            return;
+        }
+        const char *opn = json_string_value(json_object_get(h, "op"));
+        json_t *tj = json_object_get(h, "t");
+        struct op *o = json_is_integer(tj) ? op_by_tag(ss, (uint64_t)json_integer_value(tj)) : NULL;
+        if (!opn || !o) {
+            json_decref(h);
+            continue;
+        }
+        if (o->kind == OP_EXEC) {
+            on_exec_record(o, opn, h);
+        } else if (o->kind == OP_FILE && !strcmp(opn, "reply") && !o->replied) {
+            on_file_reply(o, h, payload, plen);
+        }
+        json_decref(h);
+    }
+}
+
+/* ---- requests ---- */
+
+int join_path(struct sess *ss, const char *p, char **out, struct proto_err *e, const char *param)
+{
+    if (p[0] == '/')
+        *out = fb_xstrdup(p);
+    else
+        *out = fb_xasprintf("%s/%s", ss->s->cwd, p);
+    if (strlen(*out) > 4095) {
+        free(*out);
+        *out = NULL;
+        return perr_param(e, param, "%s is too long", param);
+    }
+    return 0;
+}
+
+static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
+                               struct session_params *sp)
+{
+    struct srv *srv = c->srv;
+    /* From the pool? */
+    if (sp->pool_ok) {
+        for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
+            if (!ss->in_pool || ss->dead || ss->s->state != SESS_POOL)
+                continue;
+            if (session_adopt_limits(ss->s, p) < 0)
+                break; /* cannot change limits here: spawn */
+            ss->in_pool = false;
+            srv->pool_ready--;
+            struct fb_session *s = ss->s;
+            policy_free(&s->pol);
+            s->pol = *p;
+            s->uid = c->uid;
+            s->pooled = true;
+            s->state = SESS_READY;
+            session_set_id(s);
+            session_apply_params(s, sp);
+            send_result(c, id, session_info(s, NULL, 0));
+            pool_refill(srv);
+            return;
+        }
+    }
+    struct fb_session *s = session_new();
+    policy_free(&s->pol);
+    s->pol = *p;
+    s->uid = c->uid;
+    s->state = SESS_STARTING;
+    session_set_id(s);
+    session_apply_params(s, sp);
+    struct sess *ss = sess_new(srv, s);
+    struct op *o = op_new(OP_CREATE, c, id, ss);
+    o->pending = s;
+    worker_submit(s, WJ_SPAWN);
+}
+
+void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                      struct sess *unused)
+{
+    struct srv *srv = c->srv;
+    struct proto_err e = {0};
+    if (srv->stopping)
+        return send_errf(c, id, "shutting_down", "the server is stopping");
+    if ((int64_t)sessions_of(srv, c->uid) >= srv->lim.max_sessions) {
+        perr_set(&e, "limit_exceeded", "at most %lld sessions per user", (long long)srv->lim.max_sessions);
+        snprintf(e.limit, sizeof e.limit, "sessionsPerUid");
+        return send_error(c, id, &e);
+    }
+    struct fb_policy p;
+    struct session_params sp;
+    if (session_policy_from_params(params, c->uid, &p, &sp, &e) < 0) {
+        policy_free(&p);
+        return send_error(c, id, &e);
+    }
+    pool_take_or_spawn(c, id, &p, &sp);
+}
+
+/* The worker finished spawning s. */
+void spawn_done(struct srv *srv, struct fb_session *s)
+{
+    struct sess *ss = s->srv;
+    if (ss->in_pool) {
+        srv->pool_pending--;
+        if (s->spawn_rc < 0 || srv->stopping) {
+            if (s->spawn_rc < 0 && !srv->stopping) {
+                fb_warn("pool: %s", s->spawn_err.msg);
+                srv->pool_retry_ns = now_ns() + 2000000000ull;
+            }
+            if (s->spawn_rc == 0) {
+                s->spawned = true;
+                sandbox_kill(&s->sb);
+                s->state = SESS_DEAD;
+                ss->in_pool = false;
+                sess_release(ss);
+                return;
+            }
+            ss->in_pool = false;
+            sess_free(ss);
+            return;
+        }
+        s->spawned = true;
+        s->state = SESS_POOL;
+        srv->pool_ready++;
+        sess_watch(ss);
+        return;
+    }
+    struct op *o = NULL;
+    for (struct op *x = ss->ops; x; x = x->snext)
+        if (x->kind == OP_CREATE)
+            o = x;
+    if (s->spawn_rc < 0) {
+        if (o) {
+            send_errf(o->c, o->id, srv->stopping ? "shutting_down" : "sandbox_failed", "%s",
+                      s->spawn_err.msg);
+            op_finish(o);
+        }
+        sess_free(ss);
+        return;
+    }
+    s->spawned = true;
+    s->state = SESS_READY;
+    sess_watch(ss);
+    if (!o || !o->c || srv->stopping) {
+        /* Nobody is waiting for it any more. */
+        if (o)
+            op_finish(o);
+        ss->dying = true;
+        sandbox_kill(&s->sb);
+        s->state = SESS_DEAD;
+        sess_release(ss);
+        return;
+    }
+    session_touch(s);
+    send_result(o->c, o->id, session_info(s, NULL, 0));
+    op_finish(o);
+}
+
+void release_done(struct srv *srv, struct fb_session *s)
+{
+    struct sess *ss = s->srv;
+    s->releasing = false;
+    s->spawned = false;
+    if (ss->dying || srv->stopping || s->uid == (uid_t)-1) {
+        struct op *o = ss->ops;
+        while (o) {
+            struct op *nx = o->snext;
+            if (o->kind == OP_DESTROY) {
+                send_result(o->c, o->id, json_object());
+                op_finish(o);
+            }
+            o = nx;
+        }
+        sess_free(ss);
+    }
+    pool_refill(srv);
+}
+
+void pool_refill(struct srv *srv)
+{
+    if (srv->stopping || srv->lim.pool <= 0 || now_ns() < srv->pool_retry_ns)
+        return;
+    while (srv->pool_ready + srv->pool_pending < srv->lim.pool) {
+        struct fb_session *s = session_new();
+        struct fb_err err = {0};
+        policy_free(&s->pol);
+        if (session_pool_policy(&s->pol, &err) < 0) {
+            fb_warn("%s", err.msg);
+            session_free(s);
+            srv->pool_retry_ns = now_ns() + 10000000000ull;
+            return;
+        }
+        /* Say what cannot be applied once, not at every refill. */
+        s->pol.quiet = s->pol.quiet || srv->pool_warned;
+        srv->pool_warned = true;
+        struct session_params sp = {0};
+        sp.idle_ms = 1800000;
+        session_apply_params(s, &sp);
+        s->state = SESS_STARTING; /* SESS_POOL once spawned */
+        s->uid = (uid_t)-1;
+        struct sess *ss = sess_new(srv, s);
+        ss->in_pool = true;
+        srv->pool_pending++;
+        worker_submit(s, WJ_SPAWN);
+    }
+}
+
+void m_session_destroy(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                       struct sess *ss)
+{
+    op_new(OP_DESTROY, c, id, ss);
+    sess_destroy(ss);
+}
+
+static json_t *running_ids(struct sess *ss)
+{
+    json_t *a = json_array();
+    for (struct op *o = ss->ops; o; o = o->snext)
+        if (o->kind == OP_EXEC && !o->dead)
+            json_array_append_new(a, json_string(o->exec_id));
+    return a;
+}
+
+void m_session_list(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                    struct sess *unused)
+{
+    struct srv *srv = c->srv;
+    struct proto_err e = {0};
+    const char *label;
+    if (pget_str(params, "label", &label, NULL, false, 256, &e) < 0)
+        return send_error(c, id, &e);
+    /* Oldest first. */
+    size_t n = 0;
+    for (struct sess *ss = srv->sesss; ss; ss = ss->next)
+        if (!ss->in_pool && !ss->dead && !ss->dying && ss->s->uid == c->uid &&
+            ss->s->state != SESS_STARTING)
+            n++;
+    struct sess **v = fb_xcalloc(n ? n : 1, sizeof *v);
+    size_t k = 0;
+    for (struct sess *ss = srv->sesss; ss; ss = ss->next)
+        if (!ss->in_pool && !ss->dead && !ss->dying && ss->s->uid == c->uid &&
+            ss->s->state != SESS_STARTING)
+            v[k++] = ss;
+    json_t *arr = json_array();
+    for (size_t i = k; i-- > 0;) {
+        if (label && (!v[i]->s->label || strcmp(label, v[i]->s->label)))
+            continue;
+        json_array_append_new(arr, session_info(v[i]->s, running_ids(v[i]), v[i]->total_execs));
+    }
+    free(v);
+    send_result(c, id, json_pack("{s:o}", "sessions", arr));
+}
+
+void m_session_info(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                    struct sess *ss)
+{
+    session_touch(ss->s);
+    send_result(c, id, session_info(ss->s, running_ids(ss), ss->total_execs));
+}
