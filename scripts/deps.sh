@@ -1,25 +1,41 @@
 #!/bin/sh
 # deps.sh — install the Debian packages fluebox needs, only those missing.
 #   deps.sh build   compiler, libseccomp-dev, libjansson-dev, pkg-config
-#   deps.sh test    + what the tests use (curl, openssl, iproute2, python3, nodejs, git)
+#   deps.sh test    + everything `make check` runs (tests/README.md says which
+#                   suite needs what): curl, openssl, iproute2, python3 and
+#                   python3-venv (the Python client's install test), git,
+#                   procps, util-linux, strace (31-cgroup-v2), clang and its
+#                   libFuzzer runtime (tests/suites/fuzz-*), node 18 or later
+#                   and npm (the Node client), user-mode-linux, busybox-static
+#                   and e2fsprogs (the Linux 6.1 / cgroup v2 guest, tests/vm)
 #   deps.sh bench   + bubblewrap (the benchmarks compare against it)
-#   deps.sh fuzz    + clang and its libFuzzer runtime (make fuzz, tests/suites/fuzz-profile.sh)
+#   deps.sh fuzz    + clang and its libFuzzer runtime (make fuzz)
 #   deps.sh all     everything
 # As root it runs apt-get; otherwise it prints the command to run and fails.
+# node and npm count as there when a node 18 or later and an npm are on PATH
+# (another packaging of node, such as nodesource's, is used as it is).
 set -e
-want="gcc make pkg-config libseccomp-dev libjansson-dev"
+build="gcc make pkg-config libseccomp-dev libjansson-dev"
+test="curl openssl iproute2 python3 python3-venv git procps util-linux strace
+  clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs"
+want=$build; node=""
 case "${1:-build}" in
   build) ;;
-  test)  want="$want curl openssl iproute2 python3 git procps util-linux" ;;
-  bench) want="$want bubblewrap util-linux python3" ;;
-  fuzz)  want="$want clang libclang-rt-dev" ;;
-  all)   want="$want curl openssl iproute2 python3 git procps util-linux bubblewrap clang libclang-rt-dev" ;;
+  test)  want="$build $test"; node=1 ;;
+  bench) want="$build bubblewrap util-linux python3" ;;
+  fuzz)  want="$build clang libclang-rt-dev" ;;
+  all)   want="$build $test bubblewrap"; node=1 ;;
   *) echo "deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
 missing=""
 for p in $want; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
 done
+if [ -n "$node" ]; then
+  major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  [ "$major" -ge 18 ] 2>/dev/null || missing="$missing nodejs"
+  command -v npm >/dev/null 2>&1 || missing="$missing npm"
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" != 0 ]; then
   echo "fluebox: missing packages:$missing — run: sudo apt-get install -y$missing" >&2

@@ -1,17 +1,66 @@
-# tests/lib.sh — sourced by every integration test (bash).
+# tests/lib.sh — sourced by every integration test (bash), and by the suites
+# under tests/suites that run other programs.
 #
 # Environment (set by tests/run.sh):
 #   FB        the fluebox binary under test (absolute path)
 #   FB_AS     "root" or the unprivileged user the suite runs as ("fbtest")
 #   T         a fresh scratch directory for this test file, readable by FB_AS
-# Each check prints "ok - NAME" or "not ok - NAME: WHY"; tests/run.sh counts them.
+#
+# The contract with tests/run.sh (tests/tap.sh and tests/README.md say it in
+# full): each check prints "ok - NAME", "not ok - NAME: WHY" or a skip, and
+# the suite must run to its end. This file makes that hold for a test that
+# sources it, with no plan to keep up to date:
+#   * on exit it prints the end marker "# end of suite", but only when the
+#     file ran off its end (or called skip_all). Dying (an unset variable
+#     under set -u, a killed shell) or calling `exit` anywhere leaves it out,
+#     and tests/run.sh counts that as a failure of the file. So: never call
+#     exit; use skip_all REASON to skip the rest of a file, bail REASON to
+#     stop after a failure that makes the rest meaningless.
+#   * never set an EXIT trap (it would replace this one): use at_exit CMD.
+#   * a skip says why: skip NAME REASON for what this machine lacks and the
+#     project cannot install (a kernel feature, root); need TOOL NAME (or
+#     skip_missing NAME TOOL) for a program scripts/deps.sh installs — under
+#     CI=true such a skip is a failure.
+#   * the last command of the file decides its exit status: a file whose last
+#     command fails (`[ -n "$x" ] && ok ...`) exits non-zero without printing
+#     a failure, which counts as one.
 # Rules: a test tries to cross a boundary and checks it fails the way the
-# policy says; no timing asserts; network only on 127.0.0.1.
+# policy says; no timing asserts (wait for conditions: wait_for); network
+# only on 127.0.0.1.
 
 set -u
 : "${FB:?FB must point at the fluebox binary}"
 : "${T:=$(mktemp -d /tmp/fbt.XXXXXX)}"
 : "${FB_AS:=root}"
+# shellcheck source=tests/tap.sh
+. "$(dirname "${BASH_SOURCE[0]}")/tap.sh"
+
+# End of file: the end marker, the at_exit commands. `exit` is wrapped so
+# that the trap can tell running off the end from leaving early.
+FB_LIB_EXITED=""; FB_LIB_DONE=""; FB_LIB_AT_EXIT=()
+exit() {
+  local rc=$?
+  [ "$BASHPID" = "$$" ] && FB_LIB_EXITED="${BASH_SOURCE[1]##*/}:${BASH_LINENO[0]}"
+  builtin exit "${1:-$rc}"
+}
+fb_lib_on_exit() {
+  local rc=$? c
+  for c in "${FB_LIB_AT_EXIT[@]+"${FB_LIB_AT_EXIT[@]}"}"; do eval "$c" >/dev/null 2>&1; done
+  if [ -n "$FB_LIB_DONE" ] || { [ "$rc" = 0 ] && [ -z "$FB_LIB_EXITED" ]; }; then
+    echo "# end of suite"
+  elif [ -n "$FB_LIB_EXITED" ]; then
+    echo "# exit $rc called at $FB_LIB_EXITED, before the end of the file" >&2
+  fi
+}
+trap fb_lib_on_exit EXIT
+# at_exit CMD — runs CMD (a string, eval'd) when the file ends, however it ends.
+at_exit() { FB_LIB_AT_EXIT+=("$1"); }
+# skip_all REASON — the rest of this file does not run (REASON as for skip;
+# "missing: TOOL" when a tool scripts/deps.sh installs is absent).
+skip_all() { echo "ok - ${0##*/}: the rest of the file # SKIP $1"; FB_LIB_DONE=1; builtin exit 0; }
+# bail REASON — a failure that makes the rest of the file meaningless: one
+# more failure, and the file stops.
+bail() { echo "not ok - ${0##*/}: gave up: $1"; FB_LIB_DONE=1; builtin exit 0; }
 
 ok()   { echo "ok - $1"; }
 fail() { echo "not ok - $1${2:+: $2}"; }
@@ -85,25 +134,68 @@ own_fluebox_cgroups() {
   done < /proc/self/cgroup | sort -u
 }
 
-# no_leftovers NAME — no fluebox process or cgroup remains, no mount appeared.
-no_leftovers() {
-  local name=$1 bad=""
-  sleep 0.05
-  if pgrep -f "^$FB run" >/dev/null 2>&1; then bad="process left: $(pgrep -af "^$FB run" | head -3)"; fi
+# leftovers — sets LEFT to what fluebox left behind (a process, a cgroup whose
+# creator is gone, a mount), false when there is something.
+leftovers() {
+  LEFT=""
+  if pgrep -f "^$FB run" >/dev/null 2>&1; then LEFT="process left: $(pgrep -af "^$FB run" | head -3)"; fi
   # A cgroup is named fluebox-<creator pid>-<n>: it is left behind when its
-  # creator is gone (others may be running fluebox on this machine).
-  local cg d pid
-  cg=""
+  # creator is gone. Others may run fluebox on this machine: those left
+  # before this file began are not its doing.
+  local cg="" d pid
   for d in $(own_fluebox_cgroups); do
+    case " $FB_CGROUPS0 " in *" $d "*) continue ;; esac
     pid=${d##*/fluebox-}; pid=${pid%%-*}
     case "$pid" in ''|*[!0-9]*) cg="$cg $d"; continue ;; esac
     kill -0 "$pid" 2>/dev/null || cg="$cg $d"
   done
-  [ -n "$cg" ] && bad="$bad cgroup left:$cg"
-  if [ "$(wc -l < /proc/self/mountinfo)" != "${FB_MOUNTS0:-$(wc -l < /proc/self/mountinfo)}" ]; then bad="$bad mount count changed"; fi
-  if [ -z "$bad" ]; then ok "$name"; else fail "$name" "$bad"; fi
+  [ -n "$cg" ] && LEFT="$LEFT cgroup left:$cg"
+  if [ "$(wc -l < /proc/self/mountinfo)" != "$FB_MOUNTS0" ]; then LEFT="$LEFT mount count changed"; fi
+  [ -z "$LEFT" ]
+}
+
+# no_leftovers NAME — no fluebox process or cgroup remains, no mount appeared
+# (a process being reaped gets up to 5 s to go).
+no_leftovers() {
+  if wait_for 5 leftovers; then ok "$1"; else fail "$1" "$LEFT"; fi
 }
 FB_MOUNTS0=$(wc -l < /proc/self/mountinfo)
+FB_CGROUPS0=$(own_fluebox_cgroups | tr '\n' ' ')
 
 as_root() { [ "$FB_AS" = root ]; }
+# skip NAME REASON — NAME did not run because this machine lacks something the
+# project cannot install (REASON says what).
 skip() { echo "ok - $1 # SKIP ${2:-}"; }
+# skip_missing NAME TOOL [WHY] — NAME did not run because TOOL, which
+# scripts/deps.sh installs, is missing (a failure under CI=true).
+skip_missing() { echo "ok - $1 # SKIP missing: $2${3:+ ($3)}"; }
+# need TOOL NAME — true when TOOL is on PATH; otherwise prints NAME's
+# missing-tool skip and is false:  if need node "node runs"; then ...; fi
+need() { command -v "$1" >/dev/null 2>&1 && return 0; skip_missing "$2" "$1"; return 1; }
+
+# wait_for SECONDS CMD... — polls CMD (every 20 ms) until it succeeds; false
+# if SECONDS pass first. For synchronisation on a condition, never sleep N.
+wait_for() {
+  local secs=$1 i=0 n; shift
+  n=$((secs * 50))
+  until "$@"; do
+    i=$((i + 1)); [ "$i" -ge "$n" ] && return 1
+    sleep 0.02
+  done
+}
+
+# sub_suite NAME TIMEOUT CMD... — runs another program that speaks the
+# contract (node's tests, the Python client's, ...) as one part of this
+# suite: passes its results through, and prints one failure for NAME when it
+# died, timed out, exited early or printed fewer results than it planned.
+sub_suite() {
+  local name=$1 secs=$2 out rc line; shift 2
+  out=$(mktemp /tmp/fbsub.XXXXXX)
+  timeout -k 10 "$secs" "$@" > "$out"; rc=$?
+  tap_read "$out" "$rc"
+  for line in "${TAP_RESULTS[@]+"${TAP_RESULTS[@]}"}"; do echo "$line"; done
+  if [ -n "$TAP_BROKEN" ]; then
+    echo "not ok - $name: $TAP_BROKEN; its last lines: $(grep -v -e '^ok' -e '^not ok' "$out" | tail -n 5 | tr '\n' ' ' | head -c 600)"
+  fi
+  rm -f "$out"
+}

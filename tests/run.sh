@@ -1,28 +1,112 @@
 #!/bin/bash
-# tests/run.sh — runs every test suite and ends with "N passed, N failed".
+# tests/run.sh — runs every test suite; its last line is
+# "N passed, N failed, N skipped", and it exits non-zero on any failure.
 #
-# Suites: unit tests (C, tests/unit), integration tests (tests/integration/*.sh)
-# as root and as an unprivileged user, again with the ASan/UBSan build, the
-# escape probes (tests/probes), and the client bindings' tests. A suite is a
-# program that prints "ok - ..." / "not ok - ..." lines.
-# Options (environment): FB_NO_ASAN=1 skips the sanitizer pass; FB_ONLY=glob
-# runs only matching integration files.
+# The contract (tests/tap.sh, tests/README.md): a suite is a program that
+# prints "ok - NAME" / "not ok - NAME: WHY" / "ok - NAME # SKIP REASON" lines
+# and either the end marker "# end of suite" (tests/lib.sh prints it when a
+# file runs to its end) or a TAP plan "1..N". A suite that exits non-zero
+# without a failing check, is killed (by a signal or its timeout), ends
+# without its end marker, or prints fewer results than planned is a failure
+# named after it, shown with the tail of its output. Skips are counted apart;
+# under CI=true a skip "missing: TOOL" (a tool scripts/deps.sh installs) is a
+# failure. A suite's timeout is 600 s unless its file says "# timeout: N" in
+# its first 30 lines.
+#
+# Suites, in order: the runner's own self-test (tests/selftest), the C unit
+# tests (normal and ASan/UBSan), tests/integration/*.sh as root and as an
+# unprivileged user (fbtest) with the normal build and again with the
+# ASan/UBSan build, the escape probes (tests/probes/run.sh), tests/suites/*.sh
+# (server, clients, fuzzers), and the kernel suites (tests/vm: cgroup v2 with
+# real controllers and Linux 6.1 in a user-mode-linux guest).
+#
+# Environment: FB_ONLY=GLOB runs only the suites whose name matches (an
+#   integration file "30-limits.sh", "server", "unit", "selftest", "vm-*";
+#   extended globs: FB_ONLY='@(unit|30-*)');
+#   FB_NO_ASAN=1 skips the sanitizer passes; VERBOSE=1 prints every result;
+#   CI=true turns missing-tool skips into failures.
+# Usage: tests/run.sh [--suites FILE...]   (--suites: only these programs, run
+#   as suites with FB set — what the self-test uses)
 set -u
+shopt -s extglob
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-PASS=0; FAIL=0; FAILED=()
-LOG=$(mktemp /tmp/fbtest-log.XXXXXX)
+# shellcheck source=tests/tap.sh
+. tests/tap.sh
+PASS=0; FAIL=0; SKIP=0; FAILED=(); SKIPPED=(); TIMES=()
+W=$(mktemp -d /tmp/fbrun.XXXXXX); chmod 755 "$W"
+NSUITE=0
+CI_STRICT=""; case "${CI:-}" in true|1|yes) CI_STRICT=1 ;; esac
 
-count() { # label, then reads suite output on stdin
-  local label=$1 line
-  while IFS= read -r line; do
-    case "$line" in
-      "ok "*)     PASS=$((PASS+1)); [ -n "${VERBOSE:-}" ] && echo "  [$label] $line" ;;
-      "not ok "*) FAIL=$((FAIL+1)); FAILED+=("[$label] $line"); echo "  [$label] $line" ;;
-      *) echo "$line" >> "$LOG" ;;
-    esac
-  done
+# selected NAME — FB_ONLY says NAME runs.
+selected() { case "$1" in ${FB_ONLY:-*}) return 0 ;; esac; return 1; }
+
+# suite_timeout FILE DEFAULT — the "# timeout: N" of FILE's header, or DEFAULT.
+suite_timeout() {
+  local t
+  t=$(head -n 30 "$1" 2>/dev/null | sed -n 's/^# timeout: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
+  echo "${t:-$2}"
 }
+
+# run_suite LABEL TIMEOUT CMD... — runs one suite (environment as given),
+# reads its results (tap_read) and adds them up.
+run_suite() {
+  local label=$1 secs=$2 rc t0 t1 line; shift 2
+  NSUITE=$((NSUITE + 1))
+  local out=$W/$NSUITE.out err=$W/$NSUITE.err
+  t0=$(date +%s%N)
+  timeout -k 10 "$secs" "$@" > "$out" 2> "$err" < /dev/null; rc=$?
+  t1=$(date +%s%N)
+  # timeout exits 137 when its TERM was not enough and it sent KILL.
+  [ "$rc" = 137 ] && [ $(( (t1 - t0) / 1000000000 )) -ge "$secs" ] && rc=124
+  tap_read "$out" "$rc"
+  local fail=$TAP_FAIL
+  for line in "${TAP_FAILED[@]+"${TAP_FAILED[@]}"}"; do
+    FAILED+=("[$label] $line"); echo "  [$label] $line"
+  done
+  for line in "${TAP_SKIPPED[@]+"${TAP_SKIPPED[@]}"}"; do SKIPPED+=("[$label] $line"); done
+  if [ -n "$CI_STRICT" ]; then
+    for line in "${TAP_MISSING[@]+"${TAP_MISSING[@]}"}"; do
+      fail=$((fail + 1)); TAP_SKIP=$((TAP_SKIP - 1))
+      FAILED+=("[$label] $line — under CI=true a tool scripts/deps.sh installs must be there")
+      echo "  [$label] missing tool: $line"
+    done
+  fi
+  if [ -n "$TAP_BROKEN" ]; then
+    fail=$((fail + 1))
+    FAILED+=("[$label] the suite failed: $TAP_BROKEN")
+    echo "  [$label] the suite failed: $TAP_BROKEN; the tail of its output:"
+    grep -v -e '^ok' -e '^not ok' "$out" | tail -n 15 | sed 's/^/    out| /'
+    tail -n 15 "$err" | sed 's/^/    err| /'
+  fi
+  [ -n "${VERBOSE:-}" ] && for line in "${TAP_RESULTS[@]+"${TAP_RESULTS[@]}"}"; do echo "  [$label] $line"; done
+  PASS=$((PASS + TAP_PASS)); FAIL=$((FAIL + fail)); SKIP=$((SKIP + TAP_SKIP))
+  local ms=$(( (t1 - t0) / 1000000 ))
+  printf '  %-34s %4d passed %3d failed %3d skipped %7.1f s\n' "$label" "$TAP_PASS" "$fail" "$TAP_SKIP" "$((ms / 100))e-1"
+  TIMES+=("$ms $label")
+  return 0
+}
+
+finish() {
+  echo
+  if [ "$NSUITE" = 0 ]; then FAIL=$((FAIL + 1)); FAILED+=("no suite ran (FB_ONLY='${FB_ONLY:-}' matches none?)"); fi
+  if [ "$FAIL" -gt 0 ]; then echo "failures:"; printf '  %s\n' "${FAILED[@]}"; fi
+  if [ "$SKIP" -gt 0 ]; then echo "skipped:"; printf '  %s\n' "${SKIPPED[@]}"; fi
+  echo "$PASS passed, $FAIL failed, $SKIP skipped"
+  [ "$FAIL" = 0 ]
+}
+
+# --suites FILE...: just these programs (the self-test's broken suites).
+if [ "${1:-}" = --suites ]; then
+  trap 'rm -rf "$W"' EXIT
+  shift
+  : "${FB:=$ROOT/fluebox}"
+  for f in "$@"; do
+    t=$(mktemp -d "$W/t.XXXXXX")
+    run_suite "$(basename "$f" .sh)" "$(suite_timeout "$f" 600)" env FB="$FB" FB_AS=root T="$t" ROOT="$ROOT" bash "$f"
+  done
+  finish; exit
+fi
 
 # The unprivileged user the suites also run as.
 TUSER=fbtest
@@ -30,30 +114,50 @@ if [ "$(id -u)" = 0 ] && ! id "$TUSER" >/dev/null 2>&1; then
   useradd -M -s /usr/sbin/nologin "$TUSER" 2>/dev/null || true
 fi
 
-# Binaries are copied where the unprivileged user can reach them.
-BIN=$(mktemp -d /tmp/fbbin.XXXXXX); chmod 755 "$BIN"
+# Binaries are copied where the unprivileged user can reach them (others may
+# rebuild ./fluebox while the suites run).
+BIN=$W/bin; mkdir -p "$BIN"
 cp fluebox "$BIN/fluebox"
-[ -z "${FB_NO_ASAN:-}" ] && [ -x build/fluebox-asan ] && cp build/fluebox-asan "$BIN/fluebox-asan"
+ASAN=""
+if [ -z "${FB_NO_ASAN:-}" ] && [ -x build/fluebox-asan ]; then cp build/fluebox-asan "$BIN/fluebox-asan"; ASAN=$BIN/fluebox-asan; fi
 chmod 755 "$BIN"/*
-trap 'rm -rf "$BIN" "$LOG"' EXIT
+trap 'rm -rf "$W"' EXIT
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ROOT
+
+# scratch USER — a fresh directory USER can use.
+scratch() {
+  local t; t=$(mktemp -d "$W/t.XXXXXX"); chmod 755 "$t"
+  [ "$1" != root ] && chown "$1" "$t"
+  echo "$t"
+}
 
 run_integration() { # binary user label
   local fb=$1 user=$2 label=$3 f
   for f in tests/integration/*.sh; do
     [ -e "$f" ] || continue
-    case "$(basename "$f")" in ${FB_ONLY:-*}) ;; *) continue ;; esac
-    local t; t=$(mktemp -d /tmp/fbt.XXXXXX); chmod 755 "$t"
-    [ "$user" != root ] && chown "$user" "$t"
-    echo "== $label $(basename "$f")" >> "$LOG"
-    count "$label $(basename "$f" .sh)" < <(FB=$fb FB_AS=$user T=$t ROOT=$ROOT timeout 600 bash "$f" 2>>"$LOG")
-    rm -rf "$t"
+    selected "$(basename "$f")" || continue
+    run_suite "$label $(basename "$f" .sh)" "$(suite_timeout "$f" 600)" \
+      env FB="$fb" FB_AS="$user" T="$(scratch "$user")" bash "$f"
   done
 }
 
-echo "fluebox tests: $(./fluebox --version)"
-if [ -d tests/unit ] && ls tests/unit/*.c >/dev/null 2>&1; then
+echo "fluebox tests: $(./fluebox --version) on $(uname -sr)${CI_STRICT:+ (CI: missing tools fail)}"
+if selected selftest; then
+  echo "-- the runner's self-test"
+  run_suite selftest 300 env FB="$BIN/fluebox" T="$(scratch root)" bash tests/selftest/run.sh
+fi
+if selected unit; then
   echo "-- unit"
-  if make -s build/unit-tests >>"$LOG" 2>&1; then count unit < <(build/unit-tests); else FAIL=$((FAIL+1)); FAILED+=("[unit] build failed"); fi
+  for v in unit-tests ${ASAN:+unit-tests-asan}; do
+    if make -s "build/$v" > "$W/build.log" 2>&1; then
+      run_suite "${v%-tests*}${v#unit-tests}" 300 "build/$v"
+    else
+      FAIL=$((FAIL + 1)); FAILED+=("[$v] build failed: $(tail -n 5 "$W/build.log" | tr '\n' ' ')")
+      echo "  [$v] build failed"; tail -n 15 "$W/build.log" | sed 's/^/    /'
+    fi
+  done
 fi
 echo "-- integration (root)"
 run_integration "$BIN/fluebox" root root
@@ -61,21 +165,24 @@ if [ "$(id -u)" = 0 ] && id "$TUSER" >/dev/null 2>&1; then
   echo "-- integration ($TUSER)"
   run_integration "$BIN/fluebox" "$TUSER" user
 fi
-if [ -x "$BIN/fluebox-asan" ]; then
+if [ -n "$ASAN" ]; then
   echo "-- integration (ASan/UBSan, root)"
-  ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    run_integration "$BIN/fluebox-asan" root asan
+  run_integration "$ASAN" root asan
+  if [ "$(id -u)" = 0 ] && id "$TUSER" >/dev/null 2>&1; then
+    echo "-- integration (ASan/UBSan, $TUSER)"
+    run_integration "$ASAN" "$TUSER" asan-user
+  fi
 fi
 for extra in tests/probes/run.sh tests/suites/*.sh; do
   [ -x "$extra" ] || continue
+  name=$(basename "$extra" .sh); [ "$name" = run ] && name=probes
+  selected "$name" || continue
   echo "-- $extra"
-  count "$(basename "$(dirname "$extra")")/$(basename "$extra" .sh)" < <(FB="$BIN/fluebox" ROOT=$ROOT "$extra" 2>>"$LOG")
+  run_suite "$name" "$(suite_timeout "$extra" 900)" \
+    env FB="$BIN/fluebox" ${ASAN:+FB_ASAN="$ASAN"} FB_AS=root T="$(scratch root)" "$extra"
 done
 
 echo
-if [ "$FAIL" -gt 0 ]; then
-  echo "failures:"; printf '  %s\n' "${FAILED[@]}"
-  echo "(other output of the suites: tail of the log)"; tail -n 40 "$LOG"
-fi
-echo "$PASS passed, $FAIL failed"
-[ "$FAIL" = 0 ]
+[ ${#TIMES[@]} -gt 0 ] && echo "the slowest suites (s):"
+printf '%s\n' "${TIMES[@]+"${TIMES[@]}"}" | sort -rn | head -n 12 | awk '{ ms = $1; $1 = ""; printf "  %7.1f %s\n", ms / 1000, $0 }'
+finish

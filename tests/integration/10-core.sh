@@ -131,9 +131,9 @@ expect_out "python3 on PATH runs a real script" "PYOK 3" run --ro-bind "$T:/src"
 if [ -x /usr/bin/python3 ]; then
   expect_out "Debian's /usr/bin/python3 runs a real script" "PYOK 3" run --ro-bind "$T:/src" -- /usr/bin/python3 /src/workload.py
 fi
-if command -v node >/dev/null; then
+if need node "node runs a real script"; then
   expect_out "node runs a real script" 'NODEOK {"v":42,"sub":"sub","len":5}' run --ro-bind "$T:/src" -- node /src/workload.js
-else skip "node runs a real script" "no node"; fi
+fi
 expect_out "sh runs a real script" "SHOK 5050 bg 100 100" run --ro-bind "$T:/src" -- sh /src/workload.sh
 
 # --- lifetime -----------------------------------------------------------------------

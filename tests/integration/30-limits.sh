@@ -5,7 +5,7 @@
 # fallbacks, the one warning and --require-limits.
 . "$ROOT/tests/lib.sh"
 
-if ! command -v python3 >/dev/null; then skip "limits tests" "python3 reads the JSON report"; exit 0; fi
+command -v python3 >/dev/null || skip_all "missing: python3 (reads the JSON report)"
 
 # jtrue NAME FILE EXPR — the JSON object in FILE (last line), as r, makes the
 # Python expression EXPR true.

@@ -7,11 +7,11 @@
 # apply there instead. Root only: setpriv --reset-env drops FLUEBOX_CGROUP.
 . "$ROOT/tests/lib.sh"
 
-if ! as_root; then skip "cgroup v2 backend" "runs as root only"; exit 0; fi
-if ! command -v python3 >/dev/null; then skip "cgroup v2 backend" "python3 reads the JSON report"; exit 0; fi
+as_root || skip_all "runs as root only"
+command -v python3 >/dev/null || skip_all "missing: python3 (reads the JSON report)"
 
 V2=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i+1) == "cgroup2") { print $5; exit } } }' /proc/self/mountinfo)
-if [ -z "$V2" ]; then skip "cgroup v2 backend" "no cgroup2 mount"; exit 0; fi
+[ -n "$V2" ] || skip_all "no cgroup2 mount"
 own=$(awk -F: '$1 == "0" { print $3; exit }' /proc/self/cgroup)
 OWN="$V2${own%/}"
 offered=$(cat "$OWN/cgroup.controllers" 2>/dev/null)
@@ -71,7 +71,7 @@ if command -v strace >/dev/null; then
   if has cpu; then jtrue "v2: cpu quota applied" "$R" '"cpu" in r["limits_applied"]'
   else jtrue "v2: cpu not offered, not applied" "$R" '"cpu" in r["limits_not_applied"] and r["limits_fallback"] == {}'; fi
 else
-  skip "v2: clone3 with CLONE_INTO_CGROUP" "no strace"
+  skip_missing "v2: clone3 with CLONE_INTO_CGROUP" strace
 fi
 
 # --- inside: the cgroup namespace is rooted at the run's cgroup ----------------------

@@ -25,15 +25,13 @@ log_has "log: allowed connection with bytes" "$LOG" 'e["event"]=="connect" and e
 log_has "log: DNS answer for the allowed name" "$LOG" 'e["event"]=="dns" and e["name"]=="api.test" and e["type"]=="A" and e["verdict"]=="allow" and e["answer"].startswith("198.1")'
 expect_out "python urllib https" "hello api.test" run $NET -- $CL get https://api.test/hello /certs/cert.pem
 expect_out "python urllib http" "hello api.test" run $NET -- $CL get http://api.test/hello
-if command -v node >/dev/null; then
+if need node "node tests"; then
   expect_out "node fetch https" "hello api.test" run $NET --env NODE_EXTRA_CA_CERTS=/certs/cert.pem -- \
     node -e 'fetch("https://api.test/hello").then(r => r.text()).then(t => process.stdout.write(t), e => { console.error(e); process.exit(3) })'
   expect_out "node https.get" "hello api.test" run $NET --env NODE_EXTRA_CA_CERTS=/certs/cert.pem -- \
     node -e 'require("https").get("https://api.test/hello", r => r.pipe(process.stdout)).on("error", e => { console.error(e); process.exit(3) })'
   run_fb run $NET -- node -e 'fetch("http://other.test/hello").then(() => process.exit(0), e => { console.log(String(e.cause && e.cause.code)); process.exit(3) })'
   case "$RC:$OUT" in 3:ENOTFOUND*) ok "node: other name not found" ;; *) fail "node: other name not found" "rc $RC $OUT $ERR" ;; esac
-else
-  skip "node tests" "node not installed"
 fi
 if command -v git >/dev/null; then
   # git's smart HTTP client over the relay: the test server is not a git

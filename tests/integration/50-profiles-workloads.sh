@@ -25,14 +25,14 @@ for prof in strict standard trusted; do
   if have node; then
     workload "$prof" "node: fs, worker_threads, child_process" NODEOK node /wl/profile-work.js
   else
-    skip "$prof: node" "node is not installed"
+    skip_missing "$prof: node" node
   fi
   workload "$prof" "sh and coreutils" SHOK sh /wl/profile-work.sh
   workload "$prof" "git: init, commit, branch, merge, gc, clone" GITOK sh /wl/profile-git.sh
   if have cc; then
     workload "$prof" "cc: compile, link, run (and make)" CCOK sh /wl/profile-cc.sh
   else
-    skip "$prof: cc" "no C compiler"
+    skip_missing "$prof: cc" cc
   fi
 done
 

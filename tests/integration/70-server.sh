@@ -26,16 +26,16 @@ own "$T/ws" "$T/files"
 # by its pid whatever happens.
 "${FBCMD[@]}" serve --socket "$SOCK" --pool 1 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
 SRV=$!
-trap 'kill $SRV 2>/dev/null' EXIT
+at_exit 'kill $SRV'
 for _ in $(seq 1 200); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done
-if grep -q ready "$T/ready" && [ -S "$SOCK" ]; then ok "serve listens on --socket (--ready-fd says so)"; else fail "serve listens on --socket" "$(cat "$T/serve.err")"; exit 0; fi
+if grep -q ready "$T/ready" && [ -S "$SOCK" ]; then ok "serve listens on --socket (--ready-fd says so)"; else bail "serve listens on --socket: $(cat "$T/serve.err")"; fi
 mode=$(stat -c %a "$SOCK")
 [ "$mode" = 600 ] && ok "the socket is 0600" || fail "the socket is 0600" "mode $mode"
 
 # --- sessions ------------------------------------------------------------------
 run_fb session create --socket "$SOCK"
 ID=$OUT
-case "$ID" in s-????????????????) ok "session create prints an id";; *) fail "session create prints an id" "rc=$RC out=$OUT err=$ERR"; exit 0;; esac
+case "$ID" in s-????????????????) ok "session create prints an id";; *) bail "session create prints an id: rc=$RC out=$OUT err=$ERR";; esac
 run_fb session ls --socket "$SOCK"
 case "$OUT" in *"$ID"*) ok "session ls lists it";; *) fail "session ls lists it" "$OUT";; esac
 run_fb session info --socket "$SOCK" "$ID"
@@ -105,5 +105,4 @@ left=""
 for p in $inits; do [ -d /proc/$p ] && left="$left $p"; done
 [ -z "$left" ] && ok "SIGTERM: no session left running" || fail "SIGTERM: sessions left" "$left"
 grep -q "ERROR: \(Address\|Leak\)Sanitizer\|runtime error" "$T/serve.err" && fail "serve: sanitizer report" "$(grep -m3 Sanitizer "$T/serve.err")" || ok "serve: no sanitizer report"
-trap - EXIT
 no_leftovers "serve leaves nothing behind"

@@ -27,7 +27,7 @@ SOCK=$T/fb.sock
 # runner's pipe; stopped by pid whatever happens.
 "${FBCMD[@]}" serve --socket $SOCK </dev/null >$T/serve.out 2>$T/serve.err &
 SRV=$!
-trap 'kill $SRV 2>/dev/null' EXIT
+at_exit 'kill $SRV'
 for i in $(seq 1 200); do [ -S $SOCK ] && break; sleep 0.05; done
 
 cat > $T/client.py <<'EOF'

@@ -17,7 +17,7 @@ mkdir -p "$T/certs" "$T/www" "$T/bin"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
   -keyout "$T/certs/key.pem" -out "$T/certs/cert.pem" -subj /CN=api.test \
   -addext "subjectAltName=DNS:api.test,DNS:other.test,DNS:*.wild.test,DNS:wild.test" \
-  >/dev/null 2>&1 || { fail "setup: openssl"; exit 0; }
+  >/dev/null 2>&1 || bail "setup: openssl cannot make a certificate"
 chmod 644 "$T/certs/cert.pem"
 cp "$NETDIR/client.py" "$T/bin/client.py"
 echo hello > "$T/www/hello.txt"
@@ -30,9 +30,8 @@ chmod 600 "$T/certs/key.pem"
 /usr/bin/python3 "$NETDIR/server.py" "$T/www" "$T/certs/cert.pem" "$T/certs/key.pem" \
   "$T/ports.json" >"$T/server.log" 2>&1 &
 NET_SERVER_PID=$!
-trap 'kill "$NET_SERVER_PID" 2>/dev/null; wait "$NET_SERVER_PID" 2>/dev/null' EXIT
-for _ in $(seq 100); do [ -s "$T/ports.json" ] && break; sleep 0.1; done
-[ -s "$T/ports.json" ] || { fail "setup: test server did not start" "$(cat "$T/server.log")"; exit 0; }
+at_exit 'kill "$NET_SERVER_PID"; wait "$NET_SERVER_PID"'
+wait_for 10 test -s "$T/ports.json" || bail "setup: test server did not start: $(cat "$T/server.log")"
 port_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$T/ports.json" "$1"; }
 HTTP=$(port_of http); HTTPS=$(port_of https); BANNER=$(port_of banner); SINK=$(port_of sink)
 

@@ -48,6 +48,7 @@ VERBOSE=0
 MD_OUT=""
 MD_APPEND=0
 TAP=0
+IS_SUB=0
 [ -n "${FB:-}" ] && TAP=1
 
 # Limits every sandboxed probe runs under, and the caps the resource probes
@@ -108,7 +109,7 @@ while [ $# -gt 0 ]; do
     --md-append) MD_APPEND=1 ;;
     --verbose) VERBOSE=1 ;;
     --tap) TAP=1 ;;
-    --sub) RUN_USER=0; BUILD_FIRST=0 ;;
+    --sub) RUN_USER=0; BUILD_FIRST=0; IS_SUB=1 ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     esac
@@ -557,5 +558,7 @@ if [ "$IS_ROOT" = 1 ] && [ "$RUN_USER" = 1 ] && id "$PROBE_USER" >/dev/null 2>&1
     say ""
 fi
 
+# The end marker of tests/tap.sh: the whole run got here.
+[ "$TAP" = 1 ] && [ "$IS_SUB" = 0 ] && say "# end of suite"
 say "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

@@ -1224,6 +1224,7 @@ def main():
                 notok("shared server", "it exited: " + shared.stderr()[-300:])
             shared.cleanup()
     print("# server tests: %d passed, %d failed" % (RESULTS["pass"], RESULTS["fail"]))
+    print("# end of suite")  # ran to its end (tests/tap.sh)
     return 1 if RESULTS["fail"] else 0
 
 

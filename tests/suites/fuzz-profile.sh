@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # tests/suites/fuzz-profile.sh — a short libFuzzer run of the profile parser
 # and the seccomp filters libseccomp makes of it (tests/fuzz/profile_fuzz.c)
 # inside make check: loading, every filter's answers against the rules'
@@ -6,23 +6,19 @@
 # Longer runs: make fuzz (FUZZ_TIME=seconds). Prints ok/not ok lines.
 # FUZZ_SECONDS (default 25) sets the length of this run.
 cd "$(dirname "$0")/../.." || exit 1
+: "${FB:=$(pwd)/fluebox}"
+. tests/lib.sh
 secs=${FUZZ_SECONDS:-25}
-if ! command -v clang >/dev/null 2>&1; then
-  echo "ok - fuzz profile parser # SKIP clang is not installed (sh scripts/deps.sh fuzz)"
-  exit 0
-fi
+command -v clang >/dev/null 2>&1 || skip_all "missing: clang (sh scripts/deps.sh test)"
 if ! make -s build/fuzz-profile >/tmp/fuzz-build.$$ 2>&1; then
-  if grep -q -e "fuzzer" -e "libclang_rt" /tmp/fuzz-build.$$; then
-    echo "ok - fuzz profile parser # SKIP no libFuzzer runtime (sh scripts/deps.sh fuzz)"
-  else
-    echo "not ok - fuzz profile parser: build failed: $(tail -3 /tmp/fuzz-build.$$ | tr '\n' ' ')"
-  fi
+  why=$(tail -3 /tmp/fuzz-build.$$ | tr '\n' ' '); nofuzzer=$(grep -c -e "fuzzer" -e "libclang_rt" /tmp/fuzz-build.$$)
   rm -f /tmp/fuzz-build.$$
-  exit 0
+  [ "$nofuzzer" = 0 ] || skip_all "missing: libclang-rt-dev (no libFuzzer runtime; sh scripts/deps.sh test)"
+  bail "build failed: $why"
 fi
 rm -f /tmp/fuzz-build.$$
 work=$(mktemp -d /tmp/fbfuzz.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+at_exit 'rm -rf "$work"'
 # The seeds alone first: each must pass every check.
 if build/fuzz-profile tests/fuzz/corpus/* >"$work/seeds.log" 2>&1; then
   echo "ok - fuzz profile parser: every seed passes"

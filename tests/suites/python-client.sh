@@ -5,10 +5,12 @@
 # quick subset). Prints "ok - ..." /
 # "not ok - ..." lines for tests/run.sh.
 # Environment: FB = the fluebox binary (set by tests/run.sh).
+# timeout: 2500
 set -u
 cd "$(dirname "$0")/../.."
 : "${FB:=$(pwd)/fluebox}"
 export FB
+. tests/lib.sh
 pys=()
 cands=(python3 /usr/bin/python3)
 # The oldest supported Python (3.9) too, when pyenv has one.
@@ -22,28 +24,25 @@ for py in "${cands[@]}"; do
   for q in "${pys[@]+"${pys[@]}"}"; do [ "$q" = "$real" ] && dup=1; done
   [ -z "$dup" ] && pys+=("$real")
 done
-if [ ${#pys[@]} = 0 ]; then
-  echo "ok - python client # skip: python3 is not installed"
-  exit 0
-fi
+[ ${#pys[@]} -gt 0 ] || skip_all "missing: python3"
 # The full suite with the first interpreter; the quick subset with the others.
 first=1
 for py in "${pys[@]}"; do
   ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   case "$py" in /usr/bin/*) ver="$ver-system" ;; esac
   if [ -n "$first" ]; then
-    timeout 1200 "$py" bindings/python/tests/run.py --tag "py$ver"
+    sub_suite "python client tests (py$ver)" 1200 "$py" bindings/python/tests/run.py --tag "py$ver"
     first=
   else
-    timeout 600 "$py" bindings/python/tests/run.py --tag "py$ver" --quick
+    sub_suite "python client tests (py$ver, quick)" 600 "$py" bindings/python/tests/run.py --tag "py$ver" --quick
   fi
 done
 # Again as an unprivileged user (a rootless server), the quick subset.
 if [ "$(id -u)" = 0 ] && id fbtest >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
-  as_user() { setpriv --reuid=fbtest --regid=fbtest --init-groups --reset-env -- env PATH="$PATH" HOME=/tmp FB="$FB" "$@"; }
+  as_user=(setpriv --reuid=fbtest --regid=fbtest --init-groups --reset-env -- env PATH="$PATH" HOME=/tmp FB="$FB")
   for py in "${pys[@]}"; do   # the first interpreter that user can run
-    if as_user "$py" -c 'pass' 2>/dev/null; then
-      as_user timeout 600 "$py" bindings/python/tests/run.py --tag "fbtest" --quick
+    if "${as_user[@]}" "$py" -c 'pass' 2>/dev/null; then
+      sub_suite "python client tests as fbtest" 600 "${as_user[@]}" "$py" bindings/python/tests/run.py --tag "fbtest" --quick
       break
     fi
   done

@@ -1,4 +1,5 @@
-/* Unit test entry point: runs each group. */
+/* Unit test entry point: runs each group, then prints the end marker
+ * tests/run.sh needs to know the program ran to its end (tests/tap.sh). */
 #include "unit.h"
 
 int main(void)
@@ -7,5 +8,6 @@ int main(void)
     unit_net();
     unit_udiff();
     unit_server();
+    printf("# end of suite\n");
     return 0;
 }

@@ -33,4 +33,5 @@ export default async function* reporter(source) {
     }
   }
   yield `# node client: ${pass} passed, ${fail} failed\n`;
+  yield '# end of suite\n'; // ran to its end (tests/tap.sh)
 }

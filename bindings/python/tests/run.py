@@ -122,6 +122,7 @@ def main(argv):
     passed = result.testsRun - len(result.failures) - len(result.errors) - len(result.unexpectedSuccesses)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     sys.stdout.write("# python client: %d passed, %d failed\n" % (passed, failed))
+    sys.stdout.write("# end of suite\n")  # ran to its end (tests/tap.sh)
     return 0 if result.wasSuccessful() else 1
 
 
