@@ -175,6 +175,8 @@ need() { command -v "$1" >/dev/null 2>&1 && return 0; skip_missing "$2" "$1"; re
 
 # wait_for SECONDS CMD... — polls CMD (every 20 ms) until it succeeds; false
 # if SECONDS pass first. For synchronisation on a condition, never sleep N.
+# CMD's arguments are expanded once, by the call: for a condition like
+# "$(pgrep ...)", wrap it in a function and pass the function.
 wait_for() {
   local secs=$1 i=0 n; shift
   n=$((secs * 50))
