@@ -47,6 +47,7 @@
  * (the session server does every spawn and release on one worker thread);
  * cgroup_usage and cgroup_set_limits touch only their own cgroup. */
 #include "cgroup.h"
+#include "cgroup_int.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -59,42 +60,7 @@
 #include <sys/vfs.h>
 #include <time.h>
 
-enum { C_MEM, C_PIDS, C_CPU, C_N };
 static const char *const ctrl_name[C_N] = {"memory", "pids", "cpu"};
-#define BIT(c) (1u << (c))
-
-/* A cgroup hierarchy we can use: its mount and fluebox's own cgroup in it. */
-struct hier {
-    int version;      /* 1 or 2; 0 = unused slot */
-    unsigned ctrls;   /* v1: controllers mounted here (C_* bits); v2: available in own */
-    bool cpuacct;     /* v1: cpuacct co-mounted (cpu,cpuacct) */
-    char *mnt;        /* mount point */
-    char *own;        /* absolute path of fluebox's own cgroup, NULL if unusable */
-};
-
-/* One directory of a run. */
-struct cg_dir {
-    const struct hier *h;
-    unsigned ctrls;   /* controllers whose limits live here */
-    int fd;           /* O_PATH directory fd */
-    int tasks_fd;     /* v1: its "tasks" file, for the child's cgroup_join_self */
-    char *path;       /* <own>/fluebox/fluebox-PID-SEQ */
-    char *parent;     /* <own>/fluebox */
-};
-
-struct fb_cgroup {
-    struct cg_dir dirs[4];
-    size_t ndirs;
-    unsigned seq;            /* the SEQ of fluebox-PID-SEQ, the same in every hierarchy */
-    struct fb_limits limits; /* what was asked */
-    unsigned wanted;         /* controllers with a limit */
-    unsigned applied;        /* enforced by a cgroup */
-    unsigned fallback;       /* enforced per process by an rlimit instead */
-    bool need_prlimit;
-    char applied_s[32], not_applied_s[32], fallback_s[64];
-    char reason[400];        /* why something was not applied ("" if all was) */
-    char cause[160];         /* the first reason, short, for the one warning */
-};
 
 /* ---- discovery (once per process) ---- */
 
@@ -201,7 +167,7 @@ static bool add_conventional(int version, unsigned ctrls, bool cpuacct, const ch
         free(own);
         return false;
     }
-    hiers[nhiers++] = (struct hier){version, ctrls, cpuacct, fb_xstrdup(mnt), own};
+    hiers[nhiers++] = (struct hier){version, ctrls, cpuacct, fb_xstrdup(mnt), own, NULL};
     return true;
 }
 
@@ -447,7 +413,7 @@ static void sweep_parent(const char *parent)
     closedir(d);
 }
 
-static int rmdir_retry(const char *path)
+int cg_rmdir_retry(const char *path)
 {
     /* A cgroup whose last task has just exited can be busy for a moment. */
     for (int i = 0; i < 200; i++) {
@@ -462,7 +428,7 @@ static int rmdir_retry(const char *path)
 
 /* Kill whatever is still in the directory: cgroup.kill on v2 (5.14+),
  * otherwise the pids in cgroup.procs until it reads empty. */
-static void kill_all(const struct cg_dir *d)
+void cg_kill_all(const struct cg_dir *d)
 {
     if (d->h->version == 2 && fb_write_fileat(d->fd, "cgroup.kill", "1") == 0)
         return;
@@ -481,18 +447,30 @@ static void kill_all(const struct cg_dir *d)
     }
 }
 
-static void dir_remove(struct cg_dir *d)
+void cg_dir_remove(struct cg_dir *d)
 {
     if (d->tasks_fd >= 0)
         close(d->tasks_fd);
     d->tasks_fd = -1;
     if (d->fd >= 0) {
-        kill_all(d);
+        cg_kill_all(d);
         close(d->fd);
         d->fd = -1;
     }
-    if (d->path && rmdir_retry(d->path) < 0)
+    if (d->path && cg_rmdir_retry(d->path) < 0)
         fb_warn("warning: cannot remove cgroup %s: %s", d->path, strerror(errno));
+    /* A cgroup at a given path (cgroup_at.c): the empty directories above
+     * it that it made itself go too, up to top. */
+    if (d->path && d->top) {
+        size_t tl = strlen(d->top);
+        for (char *s = strrchr(d->path, '/'); s && (size_t)(s - d->path) >= tl; s = strrchr(d->path, '/')) {
+            *s = 0;
+            if (rmdir(d->path) < 0)
+                break;
+        }
+    }
+    free(d->top);
+    d->top = NULL;
     /* The shared parent goes too once it is empty; a concurrent fluebox
      * recreates it (see make_dir). */
     if (d->parent)
@@ -557,7 +535,7 @@ static int write_cpu(int version, int fd, double cpus)
 }
 
 /* Write the limits of the controllers held in d; returns the bits applied. */
-static unsigned write_limits(struct fb_cgroup *cg, struct cg_dir *d, const struct fb_limits *l)
+unsigned cg_write_limits(struct fb_cgroup *cg, struct cg_dir *d, const struct fb_limits *l)
 {
     unsigned ok = 0;
     int v = d->h->version;
@@ -766,7 +744,7 @@ fail_quiet:
     return -1;
 }
 
-static void finish_strings(struct fb_cgroup *cg)
+void cg_finish_strings(struct fb_cgroup *cg)
 {
     names_of(cg->applied, cg->applied_s, sizeof cg->applied_s);
     names_of(cg->wanted & ~cg->applied, cg->not_applied_s, sizeof cg->not_applied_s);
@@ -779,7 +757,7 @@ static void finish_strings(struct fb_cgroup *cg)
                  o ? "," : "");
 }
 
-static unsigned wanted_of(const struct fb_limits *l)
+unsigned cg_wanted_of(const struct fb_limits *l)
 {
     unsigned w = 0;
     if (l->mem > 0)
@@ -828,7 +806,7 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
     for (size_t i = 0; i < FB_ARRAY_LEN(cg->dirs); i++)
         cg->dirs[i].fd = cg->dirs[i].tasks_fd = -1;
     cg->limits = p->limits;
-    cg->wanted = wanted_of(&p->limits);
+    cg->wanted = cg_wanted_of(&p->limits);
     cg->seq = ++seq;
 
     const char *mode = getenv("FLUEBOX_CGROUP");
@@ -889,7 +867,7 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
             struct cg_dir *d = &cg->dirs[cg->ndirs];
             if (make_dir(cg, v2, on_v2, d) == 0) {
                 cg->ndirs++;
-                cg->applied |= write_limits(cg, d, &p->limits);
+                cg->applied |= cg_write_limits(cg, d, &p->limits);
             }
         }
         /* One directory per v1 hierarchy in use (cpu and cpuacct may share one). */
@@ -906,14 +884,14 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
             struct cg_dir *d = &cg->dirs[cg->ndirs];
             if (make_dir(cg, v1_of[c], bits, d) == 0) {
                 cg->ndirs++;
-                cg->applied |= write_limits(cg, d, &p->limits);
+                cg->applied |= cg_write_limits(cg, d, &p->limits);
             }
         }
     }
     unsigned missing = cg->wanted & ~cg->applied;
     cg->fallback = missing & fallback_ok;
     cg->need_prlimit = cg->fallback != 0;
-    finish_strings(cg);
+    cg_finish_strings(cg);
     if (missing && p->limits.require) {
         fb_errf(err, FB_EXIT_SETUP, "--require-limits: cannot apply the %s limit%s (%s): %s",
                 cg->not_applied_s, strchr(cg->not_applied_s, ',') ? "s" : "", cg->cause,
@@ -973,12 +951,12 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
         add_reason(cg, "joining %s: %s", d->path, strerror(errno));
         cg->applied &= ~d->ctrls;
         if (cg->limits.require) {
-            finish_strings(cg);
+            cg_finish_strings(cg);
             return fb_errf(err, FB_EXIT_SETUP, "--require-limits: cannot apply the %s limit: %s",
                            cg->not_applied_s, cg->reason);
         }
         cg->fallback |= d->ctrls & fallback_ok;
-        finish_strings(cg);
+        cg_finish_strings(cg);
         fb_warn("warning: limits not applied: %s: %s", cg->not_applied_s, cg->reason);
     }
     /* Per-process fallbacks, set on init before it runs anything: every
@@ -1095,7 +1073,7 @@ int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb
     /* Only where a directory of this cgroup holds the controller can a limit
      * be changed, set or lifted; an rlimit fallback set on init cannot change
      * at all. Either way: -1, so that the caller spawns a fresh sandbox. */
-    unsigned want = wanted_of(l), held = 0;
+    unsigned want = cg_wanted_of(l), held = 0;
     for (size_t i = 0; i < cg->ndirs; i++)
         held |= cg->dirs[i].ctrls;
     unsigned stuck = want & ~held;
@@ -1116,7 +1094,7 @@ int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb
     unsigned ok = 0;
     for (size_t i = 0; i < cg->ndirs; i++)
         if (cg->dirs[i].ctrls)
-            ok |= write_limits(cg, &cg->dirs[i], l);
+            ok |= cg_write_limits(cg, &cg->dirs[i], l);
     if (want & ~ok) {
         char n[32];
         names_of(want & ~ok, n, sizeof n);
@@ -1124,7 +1102,7 @@ int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb
                 cg->reason);
         for (size_t i = 0; i < cg->ndirs; i++) /* best effort: back as it was */
             if (cg->dirs[i].ctrls)
-                write_limits(cg, &cg->dirs[i], &cg->limits);
+                cg_write_limits(cg, &cg->dirs[i], &cg->limits);
         memcpy(cg->reason, keep_reason, sizeof keep_reason);
         return -1;
     }
@@ -1133,7 +1111,7 @@ int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb
     cg->applied = want;
     if (!cg->reason[0])
         memcpy(cg->reason, keep_reason, sizeof keep_reason);
-    finish_strings(cg);
+    cg_finish_strings(cg);
     return 0;
 }
 
@@ -1142,7 +1120,7 @@ void cgroup_destroy(struct fb_cgroup *cg)
     if (!cg)
         return;
     for (size_t i = 0; i < cg->ndirs; i++)
-        dir_remove(&cg->dirs[i]);
+        cg_dir_remove(&cg->dirs[i]);
     free(cg);
 }
 

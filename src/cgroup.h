@@ -72,6 +72,39 @@ int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb
 /* Kill every process left in the cgroup, remove the directories, free. NULL ok. */
 void cgroup_destroy(struct fb_cgroup *cg);
 
+/* ---- a cgroup at a given path (cgroup_at.c), for fluebox oci ---- */
+
+/* Make the cgroup at path (the spec's linux.cgroupsPath: "/a/b" below each
+ * hierarchy's root, "a/b" below the caller's own cgroup) in every mounted
+ * hierarchy, with the parents it lacks, and apply p->limits there. A limit
+ * that cannot be applied is an error; nothing is left behind then. */
+int cgroup_create_at(const struct fb_policy *p, const char *path, struct fb_cgroup **out,
+                     struct fb_err *err);
+/* Open the directories of an existing one (a later command). */
+int cgroup_open_at(const char *path, struct fb_cgroup **out, struct fb_err *err);
+/* The highest directories cgroup_create_at made (absolute paths, valid
+ * until the cgroup is freed): kept by the caller, given back with
+ * cgroup_set_tops() so that cgroup_destroy() removes them when empty. */
+size_t cgroup_tops(const struct fb_cgroup *cg, const char **tops, size_t cap);
+void cgroup_set_tops(struct fb_cgroup *cg, const char *const *tops, size_t n);
+/* Write or read a file of the directory holding controller ctrl ("memory",
+ * "cpu", "cpuset", "freezer", ...; the v2 directory holds them all). */
+int cgroup_set_file(const struct fb_cgroup *cg, const char *ctrl, const char *file,
+                    const char *value, struct fb_err *err);
+ssize_t cgroup_get_file(const struct fb_cgroup *cg, const char *ctrl, const char *file,
+                        char *buf, size_t cap);
+/* 1 or 2: the version of the hierarchy holding ctrl; 0 none. */
+int cgroup_version_of(const struct fb_cgroup *cg, const char *ctrl);
+/* The processes in it (malloc'ed), and a signal to each. */
+int cgroup_procs(const struct fb_cgroup *cg, pid_t **out, size_t *n);
+int cgroup_signal_all(const struct fb_cgroup *cg, int sig);
+/* Freeze or thaw every process in it (v1 freezer, v2 cgroup.freeze), and
+ * whether it is frozen. */
+int cgroup_freeze(const struct fb_cgroup *cg, bool frozen, struct fb_err *err);
+int cgroup_frozen(const struct fb_cgroup *cg);
+/* Free without removing anything (the cgroup outlives this process). */
+void cgroup_close(struct fb_cgroup *cg);
+
 /* Remove stale fluebox-* cgroups left by a fluebox that was SIGKILLed:
  * those whose creating process is gone. Cheap; called at start-up. */
 void cgroup_sweep_stale(void);

@@ -9,5 +9,6 @@ int cmd_serve(int argc, char **argv);   /* server.c */
 int cmd_session(int argc, char **argv); /* client.c */
 int cmd_exec(int argc, char **argv);    /* client.c */
 int cmd_cp(int argc, char **argv);      /* client.c */
+int cmd_oci(int argc, char **argv);     /* oci.c (also run as fluebox-oci[-PROFILE]) */
 
 #endif

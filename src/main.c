@@ -51,6 +51,7 @@ WEAK_CMD(cmd_serve, "fluebox serve")
 WEAK_CMD(cmd_session, "fluebox session")
 WEAK_CMD(cmd_exec, "fluebox exec")
 WEAK_CMD(cmd_cp, "fluebox cp")
+WEAK_CMD(cmd_oci, "fluebox oci")
 
 static const struct {
     const char *name;
@@ -58,12 +59,29 @@ static const struct {
 } cmds[] = {
     {"run", cmd_run},         {"profile", cmd_profile}, {"learn", cmd_learn},
     {"serve", cmd_serve},     {"session", cmd_session}, {"exec", cmd_exec},
-    {"cp", cmd_cp},
+    {"cp", cmd_cp},           {"oci", cmd_oci},
 };
+
+/* Called as fluebox-oci (containerd's BinaryName, Docker's runtime path):
+ * the OCI runtime; fluebox-oci-PROFILE runs every container with PROFILE. */
+extern const char *oci_default_profile; /* oci_policy.c */
+
+static bool called_as_oci(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    base = base ? base + 1 : argv0;
+    if (strncmp(base, "fluebox-oci", 11) || (base[11] && base[11] != '-'))
+        return false;
+    if (base[11] == '-' && base[12])
+        oci_default_profile = base + 12;
+    return true;
+}
 
 int main(int argc, char **argv)
 {
     fb_proctitle_init(argc, argv);
+    if (argc > 0 && called_as_oci(argv[0]))
+        return cmd_oci(argc - 1, argv + 1);
     if (argc < 2) {
         fputs(cli_usage, stderr);
         return FB_EXIT_SETUP;

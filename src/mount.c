@@ -59,6 +59,8 @@ static const char *const sys_trees[] = {"usr", "bin", "sbin", "lib", "lib32", "l
 
 /* Device nodes bound from the host. */
 static const char *const dev_nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+const char *const *const mount_dev_nodes = dev_nodes;
+const size_t mount_ndev_nodes = FB_ARRAY_LEN(dev_nodes);
 
 /* /proc entries made read-only, and entries covered by /dev/null (files) or
  * an empty read-only tmpfs (directories). */
@@ -439,9 +441,14 @@ static int setup_proc(struct fb_err *err)
     if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         return fb_errno(err, FB_EXIT_SETUP,
                         "mounting /proc (a host that masks parts of its own /proc prevents this)");
-    char rel[64];
+    return mount_proc_harden("proc", err);
+}
+
+int mount_proc_harden(const char *proc, struct fb_err *err)
+{
+    char rel[4200];
     for (size_t i = 0; i < FB_ARRAY_LEN(proc_ro); i++) {
-        snprintf(rel, sizeof rel, "proc/%s", proc_ro[i]);
+        snprintf(rel, sizeof rel, "%s/%s", proc, proc_ro[i]);
         int fd = open_tree(AT_FDCWD, rel, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
         if (fd < 0) {
             if (errno == ENOENT)
@@ -457,7 +464,7 @@ static int setup_proc(struct fb_err *err)
             return fb_errno(err, FB_EXIT_SETUP, "making /%s read-only", rel);
     }
     for (size_t i = 0; i < FB_ARRAY_LEN(proc_hide); i++) {
-        snprintf(rel, sizeof rel, "proc/%s", proc_hide[i]);
+        snprintf(rel, sizeof rel, "%s/%s", proc, proc_hide[i]);
         struct stat st;
         if (lstat(rel, &st) < 0)
             continue;
@@ -473,11 +480,7 @@ static int setup_proc(struct fb_err *err)
     return 0;
 }
 
-/* Resolve a user-given absolute destination inside the new root (cwd) without
- * ever leaving it, creating missing directories (and the final node when
- * create_leaf says which kind). Returns an O_PATH fd. */
-static int open_in_root(int rootfd, const char *dst, int create_leaf /* 0 none, 1 dir, 2 file */,
-                        struct fb_err *err)
+int mount_open_in_root(int rootfd, const char *dst, int create_leaf, struct fb_err *err)
 {
     struct open_how how = {.flags = O_PATH | O_CLOEXEC,
                            .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
@@ -533,7 +536,7 @@ static int user_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb
     for (size_t i = 0; i < p->nmounts; i++) {
         const struct fb_mount *m = &p->mounts[i];
         if (m->kind == FB_MNT_TMPFS) {
-            cleanup_close int t = open_in_root(root, m->dst, 1, err);
+            cleanup_close int t = mount_open_in_root(root, m->dst, 1, err);
             if (t < 0)
                 return -1;
             int64_t size = m->size > 0 ? m->size : p->limits.disk;
@@ -549,7 +552,7 @@ static int user_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb
             continue;
         }
         if (m->kind == FB_MNT_HIDE) {
-            cleanup_close int t = open_in_root(root, m->dst, 0, err);
+            cleanup_close int t = mount_open_in_root(root, m->dst, 0, err);
             if (t < 0) {
                 if (errno == ENOENT)
                     continue;
@@ -574,7 +577,7 @@ static int user_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb
         struct stat st;
         if (fstat(fd, &st) < 0)
             return fb_errno(err, FB_EXIT_SETUP, "%s", m->src);
-        cleanup_close int t = open_in_root(root, m->dst, S_ISDIR(st.st_mode) ? 1 : 2, err);
+        cleanup_close int t = mount_open_in_root(root, m->dst, S_ISDIR(st.st_mode) ? 1 : 2, err);
         if (t < 0)
             return -1;
         if (move_mount(fd, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)

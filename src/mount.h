@@ -33,4 +33,23 @@ int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb
 
 void mount_layout_free(struct fb_layout *l);
 
+/* Pieces of the layout that fluebox oci (oci_mount.c) builds its own root
+ * with. */
+
+/* Resolve an absolute destination inside the root rootfd without ever
+ * leaving it (openat2 RESOLVE_IN_ROOT), creating missing directories and,
+ * when create_leaf says which kind (0 none, 1 directory, 2 file), the last
+ * component. Returns an O_PATH fd, or -1 with err. */
+int mount_open_in_root(int rootfd, const char *dst, int create_leaf, struct fb_err *err);
+
+/* Harden a procfs mounted at proc (relative to the current directory):
+ * /proc/sys, sysrq-trigger, irq, bus and fs read-only; kcore, keys,
+ * timer_list, kallsyms ... covered (by the dev/null next to it for files,
+ * an empty read-only tmpfs for directories). */
+int mount_proc_harden(const char *proc, struct fb_err *err);
+
+/* The device nodes every sandbox gets from the host (null, zero, ...). */
+extern const char *const *const mount_dev_nodes;
+extern const size_t mount_ndev_nodes;
+
 #endif

@@ -1572,8 +1572,10 @@ static int load_fd(int fd, unsigned flags, struct fb_err *err)
     return (flags & SECCOMP_FILTER_FLAG_NEW_LISTENER) ? (int)r : 0;
 }
 
-int seccomp_receive_and_load(const struct fb_policy *p, int ctl, struct fb_err *err)
+int seccomp_receive(const struct fb_policy *p, int ctl, struct fb_sc_progs *out,
+                    struct fb_err *err)
 {
+    memset(out, 0, sizeof *out);
     if (!p->seccomp.enabled)
         return 0;
     struct fb_msg m;
@@ -1586,11 +1588,19 @@ int seccomp_receive_and_load(const struct fb_policy *p, int ctl, struct fb_err *
             close(fds[i]);
         return fb_errf(err, FB_EXIT_SETUP, "seccomp: no filter from the supervisor");
     }
-    int rc = 0;
+    out->n = nfds;
     for (size_t i = 0; i < nfds; i++) {
-        unsigned flags = (unsigned)((uint64_t)m.arg >> (16 * i)) & 0xffffu;
-        int lfd = rc < 0 ? -1 : load_fd(fds[i], flags, err);
-        close(fds[i]);
+        out->fd[i] = fds[i];
+        out->flags[i] = (unsigned)((uint64_t)m.arg >> (16 * i)) & 0xffffu;
+    }
+    return 0;
+}
+
+int seccomp_load_progs(const struct fb_sc_progs *pr, int ctl, struct fb_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < pr->n; i++) {
+        int lfd = rc < 0 ? -1 : load_fd(pr->fd[i], pr->flags[i], err);
         if (lfd < 0) {
             rc = -1;
             continue;
@@ -1609,6 +1619,17 @@ int seccomp_receive_and_load(const struct fb_policy *p, int ctl, struct fb_err *
             rc = fb_errno(err, FB_EXIT_SETUP, "passing the seccomp listener");
         }
     }
+    return rc;
+}
+
+int seccomp_receive_and_load(const struct fb_policy *p, int ctl, struct fb_err *err)
+{
+    struct fb_sc_progs pr;
+    if (seccomp_receive(p, ctl, &pr, err) < 0)
+        return -1;
+    int rc = seccomp_load_progs(&pr, ctl, err);
+    for (size_t i = 0; i < pr.n; i++)
+        close(pr.fd[i]);
     return rc;
 }
 

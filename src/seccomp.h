@@ -96,6 +96,13 @@ int seccomp_send(const struct fb_policy *p, enum fb_sc_mode mode, int ctl, struc
  * listener (--seccomp-log, learn) its fd goes back to the supervisor
  * (FB_MSG_SECCOMP_FD) before this returns. */
 int seccomp_receive_and_load(const struct fb_policy *p, int ctl, struct fb_err *err);
+/* Its two halves, for an init that loads the filters into the command it
+ * forks rather than into itself (fluebox oci): receive them (nothing when p
+ * has no seccomp), and load pr's filters into the calling thread (its fds
+ * stay open; a listener goes to ctl as above). */
+int seccomp_receive(const struct fb_policy *p, int ctl, struct fb_sc_progs *out,
+                    struct fb_err *err);
+int seccomp_load_progs(const struct fb_sc_progs *pr, int ctl, struct fb_err *err);
 
 /* libseccomp's readable dump (PFC) of the filters, for `profile show --bpf`. */
 int seccomp_dump(const struct fb_policy *p, enum fb_sc_mode mode, int fd, struct fb_err *err);

@@ -71,8 +71,10 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Close every descriptor above 2 except ctl and the prepared mount trees. */
-static void close_inherited(const struct fb_policy *p, int ctl, const struct fb_premounts *pre)
+/* Close every descriptor above 2 except ctl, the prepared mounts and what
+ * an FB_MODE_EXT caller keeps. */
+static void close_inherited(const struct fb_policy *p, int ctl, const struct fb_premounts *pre,
+                            const struct fb_spawn_ext *x)
 {
     int keep[FB_CTL_MAX_FDS + 8];
     size_t n = 0;
@@ -87,15 +89,18 @@ static void close_inherited(const struct fb_policy *p, int ctl, const struct fb_
     /* bind_fds may be many: keep them by closing only the gaps between. */
     int *all = keep;
     cleanup_free int *big = NULL;
-    size_t nb = 0;
+    size_t nb = 0, nx = x ? x->nkeep : 0;
     if (pre && pre->bind_fds)
         nb = p->nmounts;
-    if (nb) {
-        big = fb_xmalloc((n + nb) * sizeof *big);
+    if (nb || nx) {
+        big = fb_xmalloc((n + nb + nx) * sizeof *big);
         memcpy(big, keep, n * sizeof *keep);
         for (size_t i = 0; i < nb; i++)
             if (pre->bind_fds[i] >= 0)
                 big[n++] = pre->bind_fds[i];
+        for (size_t i = 0; i < nx; i++)
+            if (x->keep_fds[i] >= 0)
+                big[n++] = x->keep_fds[i];
         qsort(big, n, sizeof *big, cmp_int);
         all = big;
     }
@@ -113,7 +118,8 @@ static void close_inherited(const struct fb_policy *p, int ctl, const struct fb_
 __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum fb_mode mode,
                                                  int ctl, const struct fb_premounts *pre,
                                                  const struct fb_ids *ids, bool nproc_fallback,
-                                                 const struct fb_cgroup *cg)
+                                                 const struct fb_cgroup *cg,
+                                                 const struct fb_spawn_ext *x)
 {
     struct fb_err err = {0};
     /* Join the run's v1 cgroups first, so that the set-up is charged there
@@ -125,14 +131,17 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
      * sessions' sockets and pipes. None belongs in a sandbox (a directory fd
      * of the host is a way out of any mount namespace), so only the control
      * socket and the prepared mounts stay. */
-    close_inherited(p, ctl, pre);
-    fb_proctitle_set(mode == FB_MODE_RUN ? "fluebox-init" : "fluebox-session-init");
+    close_inherited(p, ctl, pre, x);
+    fb_proctitle_set(mode == FB_MODE_SESSION ? "fluebox-session-init" : "fluebox-init");
     /* If the supervisor dies, so does the sandbox (init's death empties the
-     * pid namespace). Set again after the id change below, which clears it. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+     * pid namespace). Set again after the id change below, which clears it.
+     * An FB_MODE_EXT init may outlive its parent; it watches ctl instead. */
+    bool pdeath = !(x && x->no_pdeathsig);
+    if (pdeath)
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
 
     struct fb_layout *layout = NULL;
-    if (mount_prepare(p, pre, &layout, &err) < 0)
+    if (!x && mount_prepare(p, pre, &layout, &err) < 0)
         child_fail(ctl, &err);
 
     struct fb_msg m;
@@ -159,7 +168,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     }
     /* Changing credentials cleared the parent-death signal: set it again,
      * then make sure the supervisor did not die before it took effect. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (pdeath)
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct pollfd pfd = {.fd = ctl, .events = POLLIN};
     if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
         _exit(FB_EXIT_SETUP);
@@ -182,6 +192,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
     }
+    if (x)
+        x->child(p, ctl, x->arg);
     if (p->cow && mount_cow(p, layout, ctl, &err) < 0)
         child_fail(ctl, &err);
     if (mount_build(p, layout, &err) < 0)
@@ -197,7 +209,9 @@ static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
     memset(&args, 0, sizeof args);
     args.flags = flags | CLONE_PIDFD | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0);
     args.pidfd = (uint64_t)(uintptr_t)pidfd;
-    args.exit_signal = SIGCHLD;
+    /* With CLONE_PARENT clone3 takes no exit signal: the child gets its
+     * new parent's (SIGCHLD for a forked supervisor). */
+    args.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
     args.cgroup = cgfd >= 0 ? (uint64_t)cgfd : 0;
     if (sandbox_clone_guard)
         sandbox_clone_guard(true);
@@ -294,8 +308,40 @@ static bool wants_cgroup(const struct fb_policy *p)
     return p->limits.mem > 0 || p->limits.pids > 0 || p->limits.cpus > 0;
 }
 
+static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
+                 struct fb_sandbox *sb, struct fb_err *err);
+
 int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
                   struct fb_err *err)
+{
+    return spawn(p, mode, NULL, sb, err);
+}
+
+int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
+                      struct fb_sandbox *sb, struct fb_err *err)
+{
+    return spawn(p, FB_MODE_EXT, x, sb, err);
+}
+
+/* The maps an FB_MODE_EXT caller gives, else userns.c's. */
+static int write_maps(pid_t pid, const struct fb_policy *p, const struct fb_ids *ids,
+                      const struct fb_spawn_ext *x, struct fb_err *err)
+{
+    if (!x || !x->uid_map)
+        return userns_write_maps(pid, p, ids, err);
+    static const char *const file[2] = {"uid_map", "gid_map"};
+    const char *text[2] = {x->uid_map, x->gid_map};
+    for (int i = 0; i < 2; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file[i]);
+        if (fb_write_file(path, text[i]) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "writing %s", file[i]);
+    }
+    return 0;
+}
+
+static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
+                 struct fb_sandbox *sb, struct fb_err *err)
 {
     memset(sb, 0, sizeof *sb);
     sb->pid = -1;
@@ -315,7 +361,9 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     if (seccomp_job_start(p, scm, &scj, err) < 0)
         return -1;
 
-    if (wants_cgroup(p)) {
+    if (x && x->cg) {
+        sb->cg = x->cg;
+    } else if (wants_cgroup(p)) {
         if (cgroup_create(p, &sb->cg, err) < 0) {
             seccomp_job_cancel(&scj);
             return -1;
@@ -328,7 +376,7 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     struct fb_premounts pre = {.workspace_fd = -1, .cow_upper_fd = -1};
     if (p->cow && cow_begin(p, &sb->ids, &sb->cow, err) < 0)
         goto fail;
-    if (premounts_make(p, &sb->ids, &pre, err) < 0)
+    if (!x && premounts_make(p, &sb->ids, &pre, err) < 0)
         goto fail;
 
     int sv[2];
@@ -338,10 +386,11 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     }
     int pidfd = -1;
     int cgfd = sb->cg ? cgroup_clone_fd(sb->cg) : -1;
-    pid_t pid = clone_sandbox(ns_flags(p), cgfd, &pidfd);
+    unsigned long flags = ns_flags(p) | (x ? x->clone_flags : 0);
+    pid_t pid = clone_sandbox(flags, cgfd, &pidfd);
     if (pid < 0 && cgfd >= 0 && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
         cgfd = -1; /* no CLONE_INTO_CGROUP here: attach after the clone */
-        pid = clone_sandbox(ns_flags(p), -1, &pidfd);
+        pid = clone_sandbox(flags, -1, &pidfd);
     }
     if (pid < 0) {
         int e = errno;
@@ -353,7 +402,7 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     if (pid == 0) {
         close(sv[0]);
         seccomp_job_close(&scj); /* the supervisor's: it sends them */
-        child_main(p, mode, sv[1], &pre, &sb->ids, sb->nproc_fallback, sb->cg);
+        child_main(p, mode, sv[1], &pre, &sb->ids, sb->nproc_fallback, sb->cg, x);
     }
     close(sv[1]);
     premounts_free(p, &pre);
@@ -361,7 +410,7 @@ int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbo
     sb->pidfd = pidfd;
     sb->ctl = sv[0];
 
-    if (userns_write_maps(pid, p, &sb->ids, err) < 0)
+    if (write_maps(pid, p, &sb->ids, x, err) < 0)
         goto fail_child;
     if (sb->cg && cgfd < 0 && cgroup_attach(sb->cg, pid, err) < 0)
         goto fail_child;

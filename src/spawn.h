@@ -13,6 +13,27 @@
 enum fb_mode {
     FB_MODE_RUN,     /* init runs p->argv and exits with it */
     FB_MODE_SESSION, /* init serves requests on the control socket */
+    FB_MODE_EXT,     /* the caller's x->child builds the root and runs init (fluebox oci) */
+};
+
+/* For a sandbox whose root and init are someone else's (fluebox oci, see
+ * oci.h): how sandbox_spawn_ext() differs from sandbox_spawn(). The child
+ * still does everything up to the network (cgroup, ids, hostname, loopback
+ * or the allowlist's sockets); then it calls child() instead of building
+ * fluebox's own root and running init_main(). */
+struct fb_spawn_ext {
+    unsigned long clone_flags; /* added to clone3's (CLONE_PARENT: init becomes
+                                  the caller's parent's child) */
+    bool no_pdeathsig;         /* init outlives the process that created it */
+    const char *uid_map;       /* /proc/PID/uid_map and gid_map text, written
+                                  instead of the single-id maps of userns.c */
+    const char *gid_map;
+    const int *keep_fds;       /* descriptors the child keeps (close_inherited) */
+    size_t nkeep;
+    struct fb_cgroup *cg;      /* the cgroup to put the sandbox in, made by the
+                                  caller (cgroup_create_at); destroyed on failure */
+    __attribute__((noreturn)) void (*child)(const struct fb_policy *p, int ctl, void *arg);
+    void *arg;
 };
 
 struct fb_sandbox {
@@ -33,6 +54,11 @@ struct fb_sandbox {
  * process, no cgroup; err carries the child's own message. */
 int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
                   struct fb_err *err);
+
+/* The same for FB_MODE_EXT: x says what differs. sb->pid is not the
+ * caller's child when x->clone_flags has CLONE_PARENT (use sb->pidfd). */
+int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
+                      struct fb_sandbox *sb, struct fb_err *err);
 
 /* Called just before (true) and after (false) the clone3() in sandbox_spawn,
  * in the parent. The child is a copy of the calling thread only: a lock

@@ -68,11 +68,9 @@ int userns_write_maps(pid_t pid, const struct fb_policy *p, const struct fb_ids 
     return 0;
 }
 
-/* A user namespace whose map is "from -> to" for both uid and gid, as an fd.
- * Made by a short-lived child that unshares and waits; we write its maps,
+/* Made by a short-lived child that unshares and waits; we write its maps,
  * open its namespace, and let it go. */
-static int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_gid,
-                        struct fb_err *err)
+int userns_map_fd(const char *uid_map, const char *gid_map, struct fb_err *err)
 {
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0)
@@ -94,16 +92,14 @@ static int idmap_userns(uid_t from_uid, gid_t from_gid, uid_t to_uid, gid_t to_g
     }
     close(pipefd[0]);
     int fd = -1;
-    char path[64], line[64];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
-    snprintf(line, sizeof line, "%u %u 1\n", from_uid, to_uid);
-    if (fb_write_file(path, line) < 0) {
+    if (fb_write_file(path, uid_map) < 0) {
         fb_errno(err, FB_EXIT_SETUP, "idmap uid_map");
         goto out;
     }
     snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
-    snprintf(line, sizeof line, "%u %u 1\n", from_gid, to_gid);
-    if (fb_write_file(path, line) < 0) {
+    if (fb_write_file(path, gid_map) < 0) {
         fb_errno(err, FB_EXIT_SETUP, "idmap gid_map");
         goto out;
     }
@@ -121,7 +117,10 @@ out:
 int userns_idmapped_tree(const char *src, uid_t from_uid, gid_t from_gid,
                          const struct fb_ids *ids, bool ro, struct fb_err *err)
 {
-    cleanup_close int ns = idmap_userns(from_uid, from_gid, ids->host_uid, ids->host_gid, err);
+    char um[64], gm[64];
+    snprintf(um, sizeof um, "%u %u 1\n", from_uid, ids->host_uid);
+    snprintf(gm, sizeof gm, "%u %u 1\n", from_gid, ids->host_gid);
+    cleanup_close int ns = userns_map_fd(um, gm, err);
     if (ns < 0)
         return -1;
     cleanup_close int tree = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);

@@ -1,0 +1,645 @@
+/* oci_mount.c — the container's root, built from the bundle and the spec.
+ *
+ * The rootfs cannot simply be bound: it belongs to host root (an image
+ * unpacked by containerd), the container's root is an unprivileged host id,
+ * and containerd's rootfs is an overlay mount, which cannot be idmapped. So
+ * the root is built as --cow builds a workspace (cow.c), one level up:
+ *
+ *   supervisor (host root)               child (its user namespace, inside root)
+ *   each layer of the rootfs, idmapped   a staging tmpfs; the layers attached
+ *   read-only: the rootfs itself, or     under it, an overlay over them with
+ *   the upper and lower directories of   an upper layer on a tmpfs of --disk
+ *   the overlay mounted there            size (userxattr); the spec's mounts
+ *   each bind source, idmapped where     in order inside it, resolved with
+ *   its filesystem can be                RESOLVE_IN_ROOT; the default devices
+ *                                        (bound from the host), /proc hardened
+ *                                        as in every sandbox, sysctls, masked
+ *                                        and read-only paths; pivot_root.
+ *
+ * The idmapping is the container's own (0..65535 to its host range), so the
+ * image's files keep their owners inside and root inside can change them;
+ * its writes land in the upper tmpfs and go with the container (they never
+ * reach the bundle or containerd's snapshot). Every mount is nosuid and,
+ * but for devpts and the bound device nodes, nodev. sysfs is the container's
+ * own, read-only, with /sys/firmware, /sys/kernel and /sys/fs/cgroup
+ * covered; a "cgroup" mount is an empty read-only tmpfs: nothing of the
+ * host's cgroup hierarchies is visible (the release_agent escape starts
+ * there). */
+#include "oci.h"
+
+#include "mount.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+
+#include "userns.h"
+
+/* ---- supervisor side ---- */
+
+static char *unescape(const char *s)
+{
+    char *out = fb_xmalloc(strlen(s) + 1), *o = out;
+    while (*s) {
+        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+            s[3] >= '0' && s[3] <= '7') {
+            *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+            s += 4;
+        } else {
+            *o++ = *s++;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* The super options of the overlay mounted at path (the topmost mount
+ * there), or NULL when it is not an overlay mount point. */
+static char *overlay_opts(const char *path)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return NULL;
+    char *line = NULL, *found = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        char *fields[5] = {0};
+        char *save = NULL, *tok = strtok_r(line, " \n", &save);
+        int i = 0;
+        for (; tok && i < 5; i++, tok = strtok_r(NULL, " \n", &save))
+            fields[i] = tok;
+        while (tok && strcmp(tok, "-"))
+            tok = strtok_r(NULL, " \n", &save);
+        char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
+        char *src = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+        char *super = src ? strtok_r(NULL, " \n", &save) : NULL;
+        if (i < 5 || !super)
+            continue;
+        cleanup_free char *mp = unescape(fields[4]);
+        if (strcmp(mp, path))
+            continue;
+        free(found);
+        found = !strcmp(fstype, "overlay") ? unescape(super) : NULL;
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* The value of key= in a comma-separated option list (malloc'ed). */
+static char *opt_value(const char *opts, const char *key)
+{
+    size_t kl = strlen(key);
+    for (const char *s = opts; *s;) {
+        size_t l = strcspn(s, ",");
+        if (l > kl && !strncmp(s, key, kl) && s[kl] == '=')
+            return fb_xstrndup(s + kl + 1, l - kl - 1);
+        s += l;
+        if (*s == ',')
+            s++;
+    }
+    return NULL;
+}
+
+static int idmapped(const char *src, int usernsfd, uint64_t attrs, bool recursive,
+                    bool must, struct fb_err *err)
+{
+    int fd = open_tree(AT_FDCWD, src,
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
+    if (fd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s", src);
+    unsigned flags = AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0);
+    struct mount_attr a = {.attr_set = attrs | MOUNT_ATTR_IDMAP, .userns_fd = (uint64_t)usernsfd};
+    if (mount_setattr(fd, "", flags, &a, sizeof a) == 0)
+        return fd;
+    if (must) {
+        fb_errno(err, FB_EXIT_SETUP, "%s: this filesystem cannot do idmapped mounts", src);
+        close(fd);
+        return -1;
+    }
+    /* Without the idmapping its files show as nobody inside. */
+    struct mount_attr b = {.attr_set = attrs};
+    if (mount_setattr(fd, "", flags, &b, sizeof b) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "%s: setting mount flags", src);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+#define LAYER_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+
+static int layers(const struct oci_spec *s, int ns, struct oci_child *c, struct fb_err *err)
+{
+    struct stat st;
+    if (stat(s->root, &st) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "root.path %s", s->root);
+    if (!S_ISDIR(st.st_mode))
+        return fb_errf(err, FB_EXIT_SETUP, "root.path %s: not a directory", s->root);
+    char real[4096];
+    if (!realpath(s->root, real))
+        return fb_errno(err, FB_EXIT_SETUP, "root.path %s", s->root);
+    cleanup_free char *ovl = overlay_opts(real);
+    if (!ovl) {
+        int fd = idmapped(real, ns, LAYER_ATTRS, true, true, err);
+        if (fd < 0)
+            return -1;
+        c->lower_fds[c->nlower++] = fd;
+        return 0;
+    }
+    /* containerd's snapshot: an overlay. Its layers, top first. */
+    cleanup_free char *upper = opt_value(ovl, "upperdir");
+    cleanup_free char *lower = opt_value(ovl, "lowerdir");
+    if (!lower)
+        return fb_errf(err, FB_EXIT_SETUP, "root.path %s: an overlay without lowerdir", real);
+    if (upper) {
+        int fd = idmapped(upper, ns, LAYER_ATTRS, false, true, err);
+        if (fd < 0)
+            return -1;
+        c->lower_fds[c->nlower++] = fd;
+    }
+    char *save = NULL;
+    for (char *l = strtok_r(lower, ":", &save); l; l = strtok_r(NULL, ":", &save)) {
+        if (c->nlower >= FB_ARRAY_LEN(c->lower_fds))
+            return fb_errf(err, FB_EXIT_SETUP, "root.path %s: more than %zu layers", real,
+                           FB_ARRAY_LEN(c->lower_fds));
+        int fd = idmapped(l, ns, LAYER_ATTRS, false, true, err);
+        if (fd < 0)
+            return -1;
+        c->lower_fds[c->nlower++] = fd;
+    }
+    return 0;
+}
+
+int oci_mount_prepare(const struct oci_spec *s, const char *uid_map, const char *gid_map,
+                      struct oci_child *c, struct fb_err *err)
+{
+    c->nlower = 0;
+    c->bind_fds = fb_xcalloc(s->nmounts ? s->nmounts : 1, sizeof *c->bind_fds);
+    for (size_t i = 0; i < s->nmounts; i++)
+        c->bind_fds[i] = -1;
+    cleanup_close int ns = userns_map_fd(uid_map, gid_map, err);
+    if (ns < 0)
+        return -1;
+    if (layers(s, ns, c, err) < 0)
+        return -1;
+    for (size_t i = 0; i < s->nmounts; i++) {
+        const struct oci_mount *m = &s->mounts[i];
+        if (!m->bind)
+            continue;
+        uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+        if (m->flags & MS_RDONLY)
+            attrs |= MOUNT_ATTR_RDONLY;
+        if (m->flags & MS_NOEXEC)
+            attrs |= MOUNT_ATTR_NOEXEC;
+        struct fb_err e2;
+        c->bind_fds[i] = idmapped(m->src, ns, attrs, m->recursive, false, &e2);
+        if (c->bind_fds[i] < 0)
+            return fb_errf(err, FB_EXIT_SETUP, "mounts[%zu] (%s): %s", i, m->dst, e2.msg);
+    }
+    return 0;
+}
+
+void oci_mount_release(const struct oci_spec *s, struct oci_child *c)
+{
+    for (size_t i = 0; i < c->nlower; i++)
+        close(c->lower_fds[i]);
+    c->nlower = 0;
+    if (c->bind_fds) {
+        for (size_t i = 0; i < s->nmounts; i++)
+            if (c->bind_fds[i] >= 0)
+                close(c->bind_fds[i]);
+        free(c->bind_fds);
+        c->bind_fds = NULL;
+    }
+}
+
+/* ---- child side ---- */
+
+static void fs_why(int fs, char *buf, size_t cap)
+{
+    buf[0] = 0;
+    char line[256];
+    ssize_t n;
+    while ((n = read(fs, line, sizeof line - 1)) > 0) {
+        line[n] = 0;
+        const char *t = line + (n > 2 && line[1] == ' ' ? 2 : 0);
+        size_t l = strlen(t);
+        if (l >= cap)
+            l = cap - 1;
+        memcpy(buf, t, l);
+        buf[l] = 0;
+    }
+}
+
+static int fs_set(int fs, const char *key, const char *val, const char *what, struct fb_err *err)
+{
+    int rc = val ? fsconfig(fs, FSCONFIG_SET_STRING, key, val, 0)
+                 : fsconfig(fs, FSCONFIG_SET_FLAG, key, NULL, 0);
+    if (rc < 0) {
+        int e = errno;
+        char why[200];
+        fs_why(fs, why, sizeof why);
+        errno = e;
+        return fb_errno(err, FB_EXIT_SETUP, "%s: option %s%s%s%s%s", what, key, val ? "=" : "",
+                        val ? val : "", why[0] ? " " : "", why);
+    }
+    return 0;
+}
+
+/* A new filesystem of type as a detached mount: the comma-separated data
+ * options one by one, then fsmount with attrs. -1 with errno kept. */
+static int new_fs(const char *type, const char *source, const char *data, uint64_t attrs,
+                  const char *what, struct fb_err *err)
+{
+    cleanup_close int fs = fsopen(type, FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s: %s is not available", what, type);
+    if (source && fs_set(fs, "source", source, what, err) < 0)
+        return -1;
+    cleanup_free char *copy = fb_xstrdup(data ? data : "");
+    char *save = NULL;
+    for (char *o = strtok_r(copy, ",", &save); o; o = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(o, '=');
+        if (eq)
+            *eq = 0;
+        if (fs_set(fs, o, eq ? eq + 1 : NULL, what, err) < 0)
+            return -1;
+    }
+    if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        int e = errno;
+        char why[200];
+        fs_why(fs, why, sizeof why);
+        errno = e;
+        return fb_errno(err, FB_EXIT_SETUP, "%s: mounting %s%s%s", what, type, why[0] ? ": " : "",
+                        why);
+    }
+    int m = fsmount(fs, FSMOUNT_CLOEXEC, (unsigned)attrs);
+    if (m < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s: fsmount %s", what, type);
+    return m;
+}
+
+static int attach_fd(int mfd, int target, const char *what, struct fb_err *err)
+{
+    if (move_mount(mfd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "mounting %s", what);
+    return 0;
+}
+
+static uint64_t attrs_of(const struct oci_mount *m, bool nodev)
+{
+    uint64_t a = MOUNT_ATTR_NOSUID | (nodev ? MOUNT_ATTR_NODEV : 0);
+    if (m->flags & MS_RDONLY)
+        a |= MOUNT_ATTR_RDONLY;
+    if (m->flags & MS_NOEXEC)
+        a |= MOUNT_ATTR_NOEXEC;
+    if (m->flags & MS_NOATIME)
+        a |= MOUNT_ATTR_NOATIME;
+    else if (m->flags & MS_STRICTATIME)
+        a |= MOUNT_ATTR_STRICTATIME;
+    if (m->flags & MS_NODIRATIME)
+        a |= MOUNT_ATTR_NODIRATIME;
+    return a;
+}
+
+/* An empty read-only tmpfs (a masked directory, a cgroup mount). */
+static int empty_tmpfs(const char *what, struct fb_err *err)
+{
+    return new_fs("tmpfs", "tmpfs", "size=4k,nr_inodes=16,mode=0555",
+                  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                  what, err);
+}
+
+static int mask_path(int rootfd, const char *path, struct fb_err *err)
+{
+    struct fb_err e2;
+    cleanup_close int t = mount_open_in_root(rootfd, path, 0, &e2);
+    if (t < 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : fb_errf(err, FB_EXIT_SETUP, "%s", e2.msg);
+    struct stat st;
+    if (fstat(t, &st) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "masking %s", path);
+    cleanup_close int m = -1;
+    if (S_ISDIR(st.st_mode)) {
+        m = empty_tmpfs(path, err);
+    } else {
+        m = open_tree(rootfd, "dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (m < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "masking %s: /dev/null", path);
+    }
+    if (m < 0)
+        return -1;
+    return attach_fd(m, t, path, err);
+}
+
+static int readonly_path(int rootfd, const char *path, struct fb_err *err)
+{
+    struct fb_err e2;
+    cleanup_close int t = mount_open_in_root(rootfd, path, 0, &e2);
+    if (t < 0)
+        return errno == ENOENT || errno == ENOTDIR ? 0 : fb_errf(err, FB_EXIT_SETUP, "%s", e2.msg);
+    cleanup_close int m = open_tree(t, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+                                              AT_EMPTY_PATH);
+    if (m < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "read-only %s", path);
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    if (mount_setattr(m, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof a) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "read-only %s", path);
+    return attach_fd(m, t, path, err);
+}
+
+/* One mount of the spec at its destination in the root being built. */
+static int spec_mount(const struct fb_policy *p, const struct oci_child *c, int rootfd, size_t i,
+                      struct fb_err *err)
+{
+    const struct oci_mount *m = &c->spec->mounts[i];
+    char what[300];
+    snprintf(what, sizeof what, "mounts[%zu] (%s)", i, m->dst);
+    cleanup_close int mfd = -1;
+    int leaf = 1;
+    if (m->bind) {
+        mfd = fb_steal_fd(c->bind_fds[i]);
+        struct stat st;
+        if (mfd < 0 || fstat(mfd, &st) < 0)
+            return fb_errf(err, FB_EXIT_SETUP, "%s: no source", what);
+        leaf = S_ISDIR(st.st_mode) ? 1 : 2;
+    } else if (!strcmp(m->type, "proc")) {
+        mfd = new_fs("proc", m->src, NULL, attrs_of(m, true) | MOUNT_ATTR_NOEXEC, what, err);
+    } else if (!strcmp(m->type, "sysfs")) {
+        mfd = new_fs("sysfs", m->src, NULL,
+                     attrs_of(m, true) | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC, what, err);
+        if (mfd < 0 && errno == EPERM) /* a network namespace not ours */
+            mfd = empty_tmpfs(what, err);
+    } else if (!strcmp(m->type, "tmpfs")) {
+        mfd = new_fs("tmpfs", m->src, m->data, attrs_of(m, true), what, err);
+    } else if (!strcmp(m->type, "devpts")) {
+        mfd = new_fs("devpts", m->src, m->data, attrs_of(m, false), what, err);
+    } else if (!strcmp(m->type, "mqueue")) {
+        mfd = new_fs("mqueue", m->src, NULL, attrs_of(m, true), what, err);
+        if (mfd < 0 && errno == EPERM) /* an ipc namespace not ours */
+            mfd = new_fs("tmpfs", m->src, "mode=1777,size=1m", attrs_of(m, true), what, err);
+    } else if (!strcmp(m->type, "cgroup") || !strcmp(m->type, "cgroup2")) {
+        mfd = empty_tmpfs(what, err);
+    } else {
+        return fb_errf(err, FB_EXIT_SETUP, "%s: mounts of type \"%s\" are not supported", what,
+                       m->type);
+    }
+    (void)p;
+    if (mfd < 0)
+        return -1;
+    cleanup_close int t = mount_open_in_root(rootfd, m->dst, leaf, err);
+    if (t < 0)
+        return -1;
+    return attach_fd(mfd, t, what, err);
+}
+
+/* /dev: the default devices bound from the host, ptmx and the links. */
+static int default_devices(int rootfd, bool terminal, struct fb_err *err)
+{
+    for (size_t i = 0; i < mount_ndev_nodes; i++) {
+        char host[64], in[64];
+        snprintf(host, sizeof host, "/dev/%s", mount_dev_nodes[i]);
+        snprintf(in, sizeof in, "/dev/%s", mount_dev_nodes[i]);
+        cleanup_close int src = open_tree(AT_FDCWD, host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (src < 0)
+            continue;
+        struct mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC};
+        mount_setattr(src, "", AT_EMPTY_PATH, &a, sizeof a);
+        cleanup_close int t = mount_open_in_root(rootfd, in, 2, err);
+        if (t < 0)
+            return -1;
+        if (attach_fd(src, t, in, err) < 0)
+            return -1;
+    }
+    static const char *const links[][2] = {{"/proc/self/fd", "dev/fd"},
+                                           {"/proc/self/fd/0", "dev/stdin"},
+                                           {"/proc/self/fd/1", "dev/stdout"},
+                                           {"/proc/self/fd/2", "dev/stderr"},
+                                           {"pts/ptmx", "dev/ptmx"}};
+    cleanup_close int dev = mount_open_in_root(rootfd, "/dev", 1, err);
+    if (dev < 0)
+        return -1;
+    cleanup_close int devdir = openat(dev, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (devdir < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "/dev");
+    for (size_t i = 0; i < FB_ARRAY_LEN(links); i++) {
+        const char *name = links[i][1] + 4;
+        if (!strcmp(name, "ptmx"))
+            unlinkat(devdir, name, 0); /* a node from the image */
+        if (symlinkat(links[i][0], devdir, name) < 0 && errno != EEXIST)
+            return fb_errno(err, FB_EXIT_SETUP, "creating /%s", links[i][1]);
+    }
+    if (terminal) {
+        int f = openat(devdir, "console", O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (f >= 0)
+            close(f);
+    }
+    return 0;
+}
+
+/* Namespaced sysctls only (runc's list): kernel.{msg*,sem,shm*},
+ * fs.mqueue.*, kernel.hostname/domainname, and net.* in the container's own
+ * network namespace. */
+static int sysctls(const struct fb_policy *p, const struct oci_spec *s, int rootfd,
+                   struct fb_err *err)
+{
+    const char *key;
+    json_t *val;
+    json_object_foreach(s->sysctl, key, val) {
+        const char *v = json_string_value(val);
+        if (!v)
+            return fb_errf(err, FB_EXIT_SETUP, "linux.sysctl.%s: expected a string", key);
+        bool ok = !strncmp(key, "kernel.msg", 10) || !strcmp(key, "kernel.sem") ||
+                  !strncmp(key, "kernel.shm", 10) || !strncmp(key, "fs.mqueue.", 10) ||
+                  !strcmp(key, "kernel.domainname") || !strcmp(key, "kernel.hostname");
+        if (!strncmp(key, "net.", 4))
+            ok = (p->namespaces & FB_NS_NET) != 0;
+        if (!ok || strstr(key, ".."))
+            return fb_errf(err, FB_EXIT_SETUP, "linux.sysctl.%s: not a sysctl of the container's "
+                           "own namespaces", key);
+        char path[512];
+        snprintf(path, sizeof path, "proc/sys/%s", key);
+        for (char *c = path + 9; *c; c++)
+            if (*c == '.')
+                *c = '/';
+        struct open_how how = {.flags = O_WRONLY | O_CLOEXEC,
+                               .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+        int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+        if (fd < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "linux.sysctl.%s", key);
+        int rc = fb_write_all(fd, v, strlen(v));
+        close(fd);
+        if (rc < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "linux.sysctl.%s=%s", key, v);
+    }
+    return 0;
+}
+
+static const char *const sys_masks[] = {"/sys/firmware", "/sys/kernel", "/sys/fs/cgroup",
+                                        "/sys/power", "/sys/devices/virtual/powercap"};
+
+/* The layers and the upper tmpfs under stage, the overlay at stage/root. */
+static int overlay(const struct fb_policy *p, const struct oci_child *c, const char *stage,
+                   struct fb_err *err)
+{
+    size_t cap = 64 + c->nlower * 64;
+    cleanup_free char *lower = fb_xmalloc(cap);
+    size_t o = 0;
+    lower[0] = 0;
+    for (size_t i = 0; i < c->nlower; i++) {
+        char dir[300];
+        snprintf(dir, sizeof dir, "%s/l%zu", stage, i);
+        if (mkdir(dir, 0700) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "staging %s", dir);
+        if (move_mount(c->lower_fds[i], "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "attaching the rootfs layer %zu", i);
+        o += (size_t)snprintf(lower + o, cap - o, "%s%s", i ? ":" : "", dir);
+    }
+    char store[300], upper[320], work[320], root[300];
+    snprintf(store, sizeof store, "%s/store", stage);
+    snprintf(upper, sizeof upper, "%s/upper", store);
+    snprintf(work, sizeof work, "%s/work", store);
+    snprintf(root, sizeof root, "%s/root", stage);
+    char data[64] = "mode=0755";
+    if (p->limits.disk > 0)
+        snprintf(data, sizeof data, "mode=0755,size=%lld", (long long)p->limits.disk);
+    cleanup_close int t = new_fs("tmpfs", "tmpfs", data, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                                 "the root's upper layer", err);
+    if (t < 0)
+        return -1;
+    if (mkdir(store, 0700) < 0 || mkdir(root, 0755) < 0 ||
+        move_mount(t, "", AT_FDCWD, store, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
+        mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "staging the root's upper layer");
+    /* The overlay's root takes the upper directory's mode and owner: the
+     * top layer's. */
+    char top[300];
+    snprintf(top, sizeof top, "%s/l0", stage);
+    struct stat st;
+    if (stat(top, &st) == 0) {
+        chmod(upper, st.st_mode & 07777);
+        if (chown(upper, st.st_uid, st.st_gid) < 0 && errno != EINVAL)
+            return fb_errno(err, FB_EXIT_SETUP, "the root's upper layer");
+    }
+    cleanup_close int fs = fsopen("overlay", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "overlayfs is not available");
+    if (fs_set(fs, "source", "fluebox-oci", "root", err) < 0 ||
+        fs_set(fs, "lowerdir", lower, "root", err) < 0 ||
+        fs_set(fs, "upperdir", upper, "root", err) < 0 ||
+        fs_set(fs, "workdir", work, "root", err) < 0 ||
+        fs_set(fs, "userxattr", NULL, "root", err) < 0)
+        return -1;
+    if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0) {
+        int e = errno;
+        char why[200];
+        fs_why(fs, why, sizeof why);
+        errno = e;
+        return fb_errno(err, FB_EXIT_SETUP, "the container's root overlay%s%s (overlayfs in a "
+                        "user namespace over idmapped layers with a tmpfs upper needs Linux 6.6)",
+                        why[0] ? ": " : "", why);
+    }
+    cleanup_close int ovl = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    if (ovl < 0 || move_mount(ovl, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "mounting the container's root");
+    return 0;
+}
+
+int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int *pty_master,
+                   struct fb_err *err)
+{
+    const struct oci_spec *s = c->spec;
+    *pty_master = -1;
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "making mounts private");
+    const char *stage = access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
+    if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64k") < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "mounting the staging tmpfs on %s", stage);
+    if (overlay(p, c, stage, err) < 0)
+        return -1;
+    char root[300];
+    snprintf(root, sizeof root, "%s/root", stage);
+    if (chdir(root) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "entering the container's root");
+    cleanup_close int rootfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "opening the container's root");
+    for (size_t i = 0; i < s->nmounts; i++)
+        if (spec_mount(p, c, rootfd, i, err) < 0)
+            return -1;
+    if (default_devices(rootfd, c->terminal, err) < 0)
+        return -1;
+    if (sysctls(p, s, rootfd, err) < 0)
+        return -1;
+    /* fluebox's own hardening of every procfs and sysfs the spec mounted. */
+    for (size_t i = 0; i < s->nmounts; i++) {
+        const struct oci_mount *m = &s->mounts[i];
+        if (!strcmp(m->type, "proc") && !m->bind) {
+            if (mount_proc_harden(m->dst + 1, err) < 0)
+                return -1;
+        } else if (!strcmp(m->type, "sysfs") && !m->bind && !strcmp(m->dst, "/sys")) {
+            for (size_t k = 0; k < FB_ARRAY_LEN(sys_masks); k++)
+                if (mask_path(rootfd, sys_masks[k], err) < 0)
+                    return -1;
+        }
+    }
+    for (size_t i = 0; i < s->nmasked; i++)
+        if (mask_path(rootfd, s->masked[i], err) < 0)
+            return -1;
+    for (size_t i = 0; i < s->nreadonly; i++)
+        if (readonly_path(rootfd, s->readonly[i], err) < 0)
+            return -1;
+    if (c->terminal) {
+        /* The terminal: a pty of the container's own devpts, its slave
+         * bound on /dev/console; the master goes to the console socket. */
+        int master = openat(rootfd, "dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "process.terminal: opening /dev/pts/ptmx (is "
+                            "devpts mounted at /dev/pts?)");
+        int unlock = 0, n = -1;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0 || ioctl(master, TIOCGPTN, &n) < 0) {
+            close(master);
+            return fb_errno(err, FB_EXIT_SETUP, "process.terminal: unlocking the pty");
+        }
+        if (s->proc.rows && s->proc.cols) {
+            struct winsize ws = {.ws_row = (unsigned short)s->proc.rows,
+                                 .ws_col = (unsigned short)s->proc.cols};
+            ioctl(master, TIOCSWINSZ, &ws);
+        }
+        char slave[64];
+        snprintf(slave, sizeof slave, "dev/pts/%d", n);
+        int sfd = open_tree(rootfd, slave, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        cleanup_close int con = mount_open_in_root(rootfd, "/dev/console", 2, err);
+        if (sfd < 0 || con < 0 || attach_fd(sfd, con, "/dev/console", err) < 0) {
+            if (sfd >= 0)
+                close(sfd);
+            close(master);
+            return err->msg[0] ? -1 : fb_errno(err, FB_EXIT_SETUP, "binding /dev/console");
+        }
+        close(sfd);
+        *pty_master = master;
+    }
+    if (syscall(SYS_pivot_root, ".", ".") < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "pivot_root");
+    if (umount2(".", MNT_DETACH) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "detaching the old root");
+    if (chdir("/") < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "chdir /");
+    if (s->rootfs_propagation &&
+        mount(NULL, "/", NULL, s->rootfs_propagation, NULL) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "linux.rootfsPropagation");
+    if (s->root_ro) {
+        struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
+        if (mount_setattr(AT_FDCWD, "/", 0, &ro, sizeof ro) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "making the root read-only");
+    }
+    return 0;
+}
