@@ -45,6 +45,8 @@ enum {
     FB_MSG_OCI_START = 200, /* supervisor -> init: run the process */
     FB_MSG_OCI_STARTED,     /* init -> supervisor: it runs (pid), or code != 0 */
     FB_MSG_OCI_PTY,         /* init -> supervisor: the terminal's master (fd) */
+    FB_MSG_OCI_BIND,        /* init -> supervisor: the source of mounts[code], please;
+                               supervisor -> init: here it is (fd) */
 };
 
 /* ---- logging (oci.c) ---- */
@@ -77,7 +79,7 @@ struct oci_process {
     unsigned rows, cols; /* consoleSize, 0 = not set */
     bool caps_set;
     uint64_t caps[OCI_CAP_NSETS];
-    bool no_new_privs;   /* as the spec says; fluebox sets it anyway */
+    bool no_new_privs;   /* as the spec says (every mount is nosuid anyway) */
     struct oci_rlimit *rlimits;
     size_t nrlimits;
     bool has_oom_score;
@@ -131,6 +133,7 @@ struct oci_spec {
     size_t nmasked, nreadonly;
     char *cgroups_path;  /* NULL: not set */
     unsigned long rootfs_propagation;
+    json_t *devices;     /* linux.devices, borrowed from json */
     json_t *resources;   /* borrowed from json */
     json_t *seccomp;
     json_t *sysctl;
@@ -235,8 +238,8 @@ struct oci_child {
     const struct oci_spec *spec;
     int lower_fds[64];     /* the rootfs layers, idmapped (top first) */
     size_t nlower;
-    int *bind_fds;         /* per spec mount: the source tree made by the
-                              supervisor, or -1 */
+    int idmap_ns;          /* supervisor: the container's idmapping (a user
+                              namespace) for the bind sources, or -1 */
     int spec_filter;       /* memfd of the spec's seccomp filter, or -1 */
     bool terminal;
 };
@@ -246,13 +249,19 @@ __attribute__((noreturn)) void oci_init_main(const struct fb_policy *p, int ctl,
  * pivot into it; the spec's masked and read-only paths last. With a
  * terminal, *pty_master is a pty of the container's devpts whose slave is
  * bound on /dev/console. */
-int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int *pty_master,
-                   struct fb_err *err);
+int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int ctl,
+                   int *pty_master, struct fb_err *err);
 /* In the supervisor, as root: the rootfs layers (the bundle's rootfs, or
- * the layers of the overlay mounted there) and the bind sources, as
- * idmapped detached trees where the filesystem can be idmapped. */
+ * the layers of the overlay mounted there) as idmapped detached trees, and
+ * the idmapping for the bind sources. */
 int oci_mount_prepare(const struct oci_spec *s, const char *uid_map, const char *gid_map,
                       struct oci_child *c, struct fb_err *err);
+/* In the supervisor, when the child asks (FB_MSG_OCI_BIND), in the order of
+ * the spec's mounts so that they are made in that order (mountinfo lists
+ * mounts by creation): for a bind, the source of mounts[i] as a detached
+ * tree, idmapped when it is read-only; for proc, a procfs of the pid
+ * namespace the spec joins (made from inside it, by a helper). */
+int oci_mount_source(const struct oci_spec *s, int idmap_ns, size_t i, struct fb_err *err);
 void oci_mount_release(const struct oci_spec *s, struct oci_child *c);
 
 /* oci_seccomp.c: the spec's linux.seccomp as a filter in a memfd (-1 with

@@ -127,7 +127,7 @@ static int exec_process(const struct oci_exec_args *a, const struct oci_spec *s,
                 pr->caps[k] |= 1ull << n;
         pr->caps_set = true;
     }
-    pr->no_new_privs = true;
+    pr->no_new_privs = a->no_new_privs || c->no_new_privs;
     if (c->nrlimits) {
         pr->rlimits = fb_xcalloc(c->nrlimits, sizeof *pr->rlimits);
         memcpy(pr->rlimits, c->rlimits, c->nrlimits * sizeof *pr->rlimits);

@@ -120,14 +120,10 @@ static int capset3(uint64_t eff, uint64_t perm, uint64_t inh)
     return (int)syscall(SYS_capset, &hdr, d);
 }
 
-/* Identity and capabilities as the spec says (runc's order: the bounding
- * set first, then the ids with the capabilities kept across, then the
- * sets, then ambient). Without a capabilities object, none. */
-static void set_identity(const struct oci_process *pr, int errfd)
+/* The bounding set, before the seccomp filters (a profile may refuse
+ * PR_CAPBSET_DROP); the capabilities are kept across the id change. */
+static void set_bounding(const uint64_t caps[OCI_CAP_NSETS], int errfd)
 {
-    uint64_t caps[OCI_CAP_NSETS] = {0};
-    if (pr->caps_set)
-        memcpy(caps, pr->caps, sizeof caps);
     int last = last_cap();
     if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
         die(errfd, 1, "prctl(PR_SET_KEEPCAPS): %s", strerror(errno));
@@ -136,6 +132,15 @@ static void set_identity(const struct oci_process *pr, int errfd)
             errno != EINVAL)
             die(errfd, 1, "dropping %s from the bounding set: %s", oci_cap_name(c),
                 strerror(errno));
+}
+
+/* Identity and capabilities as the spec says (runc's order: the ids with
+ * the capabilities kept across, then the sets, then ambient). Without a
+ * capabilities object, none. */
+static void set_identity(const struct oci_process *pr, const uint64_t caps[OCI_CAP_NSETS],
+                         int errfd)
+{
+    int last = last_cap();
     gid_t *g = fb_xcalloc(pr->ngids ? pr->ngids : 1, sizeof *g);
     for (size_t i = 0; i < pr->ngids; i++)
         g[i] = pr->gids[i];
@@ -167,13 +172,14 @@ void oci_exec_process(const struct fb_policy *p, const struct oci_process *pr,
     sigprocmask(SIG_SETMASK, &none, NULL);
     if (pr->umask >= 0)
         umask((mode_t)pr->umask);
-    set_identity(pr, errfd);
-    if (chdir(pr->cwd) < 0)
-        die(errfd, 1, "chdir to cwd (\"%s\") set in config.json failed: %s", pr->cwd,
-            strerror(errno));
-    /* no_new_privs: always (fluebox's boundary, whatever the spec says). */
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        die(errfd, 1, "setting no_new_privs: %s", strerror(errno));
+    uint64_t caps[OCI_CAP_NSETS] = {0};
+    if (pr->caps_set)
+        memcpy(caps, pr->caps, sizeof caps);
+    set_bounding(caps, errfd);
+    /* The filters go on while the process still has CAP_SYS_ADMIN in its
+     * user namespace, which loading them needs when no_new_privs is not
+     * set (runc's order); the id and capability changes below are allowed
+     * by every profile. */
     struct fb_err err = {0};
     if (progs && seccomp_load_progs(progs, -1, &err) < 0)
         die(errfd, 1, "%s", err.msg);
@@ -182,6 +188,15 @@ void oci_exec_process(const struct fb_policy *p, const struct oci_process *pr,
         if (seccomp_load_progs(&one, -1, &err) < 0)
             die(errfd, 1, "linux.seccomp: %s", err.msg);
     }
+    set_identity(pr, caps, errfd);
+    /* no_new_privs as the spec says. Without it set-id and file-capability
+     * programs still gain nothing: every mount of the container is nosuid,
+     * and the container cannot make mounts of its own (oci_mount.c). */
+    if (pr->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+        die(errfd, 1, "setting no_new_privs: %s", strerror(errno));
+    if (chdir(pr->cwd) < 0)
+        die(errfd, 1, "chdir to cwd (\"%s\") set in config.json failed: %s", pr->cwd,
+            strerror(errno));
     int code = FB_EXIT_NOTFOUND;
     harden_exec(p, pr->args, pr->env, &code);
     int e = errno;
@@ -294,7 +309,7 @@ void oci_init_main(const struct fb_policy *p, int ctl, void *arg)
     if (seccomp_receive(p, ctl, &progs, &err) < 0)
         fail(ctl, &err);
     int master = -1;
-    if (oci_mount_root(p, c, &master, &err) < 0)
+    if (oci_mount_root(p, c, ctl, &master, &err) < 0)
         fail(ctl, &err);
     if (oci_find_command(&c->spec->proc, &err) < 0)
         fail(ctl, &err);

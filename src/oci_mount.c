@@ -10,8 +10,8 @@
  *   read-only: the rootfs itself, or     under it, an overlay over them with
  *   the upper and lower directories of   an upper layer on a tmpfs of --disk
  *   the overlay mounted there            size (userxattr); the spec's mounts
- *   each bind source, idmapped where     in order inside it, resolved with
- *   its filesystem can be                RESOLVE_IN_ROOT; the default devices
+ *   each read-only bind source,          in order inside it, resolved with
+ *   idmapped where its filesystem can    RESOLVE_IN_ROOT; the default devices
  *                                        (bound from the host), /proc hardened
  *                                        as in every sandbox, sysctls, masked
  *                                        and read-only paths; pivot_root.
@@ -19,7 +19,10 @@
  * The idmapping is the container's own (0..65535 to its host range), so the
  * image's files keep their owners inside and root inside can change them;
  * its writes land in the upper tmpfs and go with the container (they never
- * reach the bundle or containerd's snapshot). Every mount is nosuid and,
+ * reach the bundle or containerd's snapshot). Read-write binds are not
+ * idmapped: the container writes there as its host ids, never as host root
+ * (a file capability written through an idmapped mount would be one host
+ * root honours). Every mount is nosuid and,
  * but for devpts and the bound device nodes, nodev. sysfs is the container's
  * own, read-only, with /sys/firmware, /sys/kernel and /sys/fs/cgroup
  * covered; a "cgroup" mount is an empty read-only tmpfs: nothing of the
@@ -27,6 +30,7 @@
  * there). */
 #include "oci.h"
 
+#include "ctl.h"
 #include "mount.h"
 
 #include <fcntl.h>
@@ -37,10 +41,16 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <termios.h>
 
 #include "userns.h"
+
+static int new_fs(const char *type, const char *source, const char *data, uint64_t attrs,
+                  const char *what, struct fb_err *err);
 
 /* ---- supervisor side ---- */
 
@@ -134,6 +144,21 @@ static int idmapped(const char *src, int usernsfd, uint64_t attrs, bool recursiv
     return fd;
 }
 
+static int plain_tree(const char *src, uint64_t attrs, bool recursive, struct fb_err *err)
+{
+    int fd = open_tree(AT_FDCWD, src,
+                       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
+    if (fd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s", src);
+    struct mount_attr a = {.attr_set = attrs};
+    if (mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &a, sizeof a) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "%s: setting mount flags", src);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 #define LAYER_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
 static int layers(const struct oci_spec *s, int ns, struct oci_child *c, struct fb_err *err)
@@ -182,46 +207,113 @@ int oci_mount_prepare(const struct oci_spec *s, const char *uid_map, const char 
                       struct oci_child *c, struct fb_err *err)
 {
     c->nlower = 0;
-    c->bind_fds = fb_xcalloc(s->nmounts ? s->nmounts : 1, sizeof *c->bind_fds);
-    for (size_t i = 0; i < s->nmounts; i++)
-        c->bind_fds[i] = -1;
-    cleanup_close int ns = userns_map_fd(uid_map, gid_map, err);
-    if (ns < 0)
+    c->idmap_ns = userns_map_fd(uid_map, gid_map, err);
+    if (c->idmap_ns < 0)
         return -1;
-    if (layers(s, ns, c, err) < 0)
-        return -1;
-    for (size_t i = 0; i < s->nmounts; i++) {
+    return layers(s, c->idmap_ns, c, err);
+}
+
+/* A procfs of the pid namespace the supervisor's children go to (a joined
+ * one, a pod's): made by a helper forked into it, as root. The child cannot
+ * mount it: that pid namespace is not its user namespace's. */
+static int proc_of_joined_pidns(const struct oci_mount *m, struct fb_err *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "socketpair");
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return fb_errno(err, FB_EXIT_SETUP, "%s: forking into the joined pid namespace", m->dst);
+    }
+    if (pid == 0) {
+        close(sv[0]);
+        struct fb_err e2 = {0};
+        int fd = new_fs("proc", m->src, NULL,
+                        MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, m->dst, &e2);
+        struct fb_msg r = {.type = FB_MSG_OCI_BIND};
+        if (fd < 0)
+            ctl_sendf(sv[1], FB_MSG_ERR, 1, "%s", e2.msg);
+        else
+            ctl_send(sv[1], &r, &fd, 1);
+        _exit(0);
+    }
+    close(sv[1]);
+    struct fb_msg r;
+    int fd = -1;
+    size_t nfd = 1;
+    int rc = ctl_recv(sv[0], &r, &fd, &nfd);
+    close(sv[0]);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    if (rc > 0 && r.type == FB_MSG_OCI_BIND && nfd == 1)
+        return fd;
+    if (rc > 0 && nfd == 1)
+        close(fd);
+    return fb_errf(err, FB_EXIT_SETUP, "%s", rc > 0 ? r.text : "mounting proc failed");
+}
+
+int oci_mount_source(const struct oci_spec *s, int ns, size_t i, struct fb_err *err)
+{
+    if (!s->mounts[i].bind)
+        return proc_of_joined_pidns(&s->mounts[i], err);
+    {
         const struct oci_mount *m = &s->mounts[i];
-        if (!m->bind)
-            continue;
         uint64_t attrs = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
         if (m->flags & MS_RDONLY)
             attrs |= MOUNT_ATTR_RDONLY;
         if (m->flags & MS_NOEXEC)
             attrs |= MOUNT_ATTR_NOEXEC;
+        /* Read-only binds are idmapped, so their files show their owners.
+         * Read-write ones are not: through an idmapped mount the container's
+         * root would write as host root (files, owners, file capabilities
+         * that host root would honour), so it writes there as its own host
+         * ids, as a rootless container does. */
         struct fb_err e2;
-        c->bind_fds[i] = idmapped(m->src, ns, attrs, m->recursive, false, &e2);
-        if (c->bind_fds[i] < 0)
+        int fd;
+        if (attrs & MOUNT_ATTR_RDONLY)
+            fd = idmapped(m->src, ns, attrs, m->recursive, false, &e2);
+        else
+            fd = plain_tree(m->src, attrs, m->recursive, &e2);
+        if (fd < 0)
             return fb_errf(err, FB_EXIT_SETUP, "mounts[%zu] (%s): %s", i, m->dst, e2.msg);
+        return fd;
     }
-    return 0;
 }
 
 void oci_mount_release(const struct oci_spec *s, struct oci_child *c)
 {
+    (void)s;
     for (size_t i = 0; i < c->nlower; i++)
         close(c->lower_fds[i]);
     c->nlower = 0;
-    if (c->bind_fds) {
-        for (size_t i = 0; i < s->nmounts; i++)
-            if (c->bind_fds[i] >= 0)
-                close(c->bind_fds[i]);
-        free(c->bind_fds);
-        c->bind_fds = NULL;
-    }
+    if (c->idmap_ns >= 0)
+        close(c->idmap_ns);
+    c->idmap_ns = -1;
 }
 
 /* ---- child side ---- */
+
+/* Ask the supervisor for the source of mounts[i] (a bind's tree, a joined
+ * pid namespace's proc). */
+static int bind_source(int ctl, size_t i, const char *what, struct fb_err *err)
+{
+    struct fb_msg q = {.type = FB_MSG_OCI_BIND, .code = (int)i};
+    if (ctl_send(ctl, &q, NULL, 0) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s: asking for the source", what);
+    struct fb_msg m;
+    int fd = -1;
+    size_t nfd = 1;
+    int r = ctl_recv(ctl, &m, &fd, &nfd);
+    if (r <= 0 || m.type != FB_MSG_OCI_BIND || nfd != 1) {
+        if (r > 0 && nfd == 1)
+            close(fd);
+        /* The supervisor reports its own error and ends the spawn. */
+        _exit(FB_EXIT_SETUP);
+    }
+    return fd;
+}
 
 static void fs_why(int fs, char *buf, size_t cap)
 {
@@ -357,8 +449,8 @@ static int readonly_path(int rootfd, const char *path, struct fb_err *err)
 }
 
 /* One mount of the spec at its destination in the root being built. */
-static int spec_mount(const struct fb_policy *p, const struct oci_child *c, int rootfd, size_t i,
-                      struct fb_err *err)
+static int spec_mount(const struct fb_policy *p, const struct oci_child *c, int ctl, int rootfd,
+                      size_t i, struct fb_err *err)
 {
     const struct oci_mount *m = &c->spec->mounts[i];
     char what[300];
@@ -366,13 +458,15 @@ static int spec_mount(const struct fb_policy *p, const struct oci_child *c, int 
     cleanup_close int mfd = -1;
     int leaf = 1;
     if (m->bind) {
-        mfd = fb_steal_fd(c->bind_fds[i]);
+        mfd = bind_source(ctl, i, what, err);
         struct stat st;
         if (mfd < 0 || fstat(mfd, &st) < 0)
             return fb_errf(err, FB_EXIT_SETUP, "%s: no source", what);
         leaf = S_ISDIR(st.st_mode) ? 1 : 2;
     } else if (!strcmp(m->type, "proc")) {
         mfd = new_fs("proc", m->src, NULL, attrs_of(m, true) | MOUNT_ATTR_NOEXEC, what, err);
+        if (mfd < 0 && errno == EPERM) /* a pid namespace not ours: the supervisor's */
+            mfd = bind_source(ctl, i, what, err);
     } else if (!strcmp(m->type, "sysfs")) {
         mfd = new_fs("sysfs", m->src, NULL,
                      attrs_of(m, true) | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC, what, err);
@@ -441,6 +535,57 @@ static int default_devices(int rootfd, bool terminal, struct fb_err *err)
         int f = openat(devdir, "console", O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (f >= 0)
             close(f);
+    }
+    return 0;
+}
+
+/* linux.devices: fifos are made; a device node only when it is one of the
+ * default ones (the same node the host has at that path, bound from it).
+ * Inside a user namespace mknod of a device is refused by the kernel, and
+ * fluebox gives containers no host devices beyond the defaults. */
+static int spec_devices(const struct oci_spec *s, int rootfd, struct fb_err *err)
+{
+    for (size_t i = 0; json_is_array(s->devices) && i < json_array_size(s->devices); i++) {
+        json_t *d = json_array_get(s->devices, i);
+        const char *path = json_string_value(json_object_get(d, "path"));
+        char type = json_string_value(json_object_get(d, "type"))[0];
+        json_t *fm = json_object_get(d, "fileMode");
+        mode_t mode = json_is_integer(fm) ? (mode_t)json_integer_value(fm) & 07777 : 0666;
+        if (type == 'p') {
+            char parent[4096];
+            snprintf(parent, sizeof parent, "%s", path);
+            char *slash = strrchr(parent, '/');
+            *slash = 0;
+            cleanup_close int dir = mount_open_in_root(rootfd, parent[0] ? parent : "/", 1, err);
+            if (dir < 0)
+                return -1;
+            cleanup_close int rdir = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (rdir < 0 || (mkfifoat(rdir, slash + 1, mode) < 0 && errno != EEXIST) ||
+                fchmodat(rdir, slash + 1, mode, 0) < 0)
+                return fb_errno(err, FB_EXIT_SETUP, "linux.devices[%zu] (%s)", i, path);
+            json_t *u = json_object_get(d, "uid"), *g = json_object_get(d, "gid");
+            if ((json_is_integer(u) || json_is_integer(g)) &&
+                fchownat(rdir, slash + 1, json_is_integer(u) ? (uid_t)json_integer_value(u) : (uid_t)-1,
+                         json_is_integer(g) ? (gid_t)json_integer_value(g) : (gid_t)-1,
+                         AT_SYMLINK_NOFOLLOW) < 0)
+                return fb_errno(err, FB_EXIT_SETUP, "linux.devices[%zu] (%s)", i, path);
+            continue;
+        }
+        struct stat st;
+        long major = (long)json_integer_value(json_object_get(d, "major"));
+        long minor = (long)json_integer_value(json_object_get(d, "minor"));
+        bool dflt = false;
+        for (size_t k = 0; k < mount_ndev_nodes; k++) {
+            char host[64];
+            snprintf(host, sizeof host, "/dev/%s", mount_dev_nodes[k]);
+            if (!strcmp(path, host) && stat(host, &st) == 0 &&
+                (long)major(st.st_rdev) == major && (long)minor(st.st_rdev) == minor)
+                dflt = true;
+        }
+        if (!dflt)
+            return fb_errf(err, FB_EXIT_SETUP, "linux.devices[%zu] (%s, %c %ld:%ld): fluebox gives "
+                           "containers no host devices beyond the default ones", i, path, type,
+                           major, minor);
     }
     return 0;
 }
@@ -553,8 +698,8 @@ static int overlay(const struct fb_policy *p, const struct oci_child *c, const c
     return 0;
 }
 
-int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int *pty_master,
-                   struct fb_err *err)
+int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int ctl,
+                   int *pty_master, struct fb_err *err)
 {
     const struct oci_spec *s = c->spec;
     *pty_master = -1;
@@ -573,9 +718,9 @@ int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int *pt
     if (rootfd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "opening the container's root");
     for (size_t i = 0; i < s->nmounts; i++)
-        if (spec_mount(p, c, rootfd, i, err) < 0)
+        if (spec_mount(p, c, ctl, rootfd, i, err) < 0)
             return -1;
-    if (default_devices(rootfd, c->terminal, err) < 0)
+    if (default_devices(rootfd, c->terminal, err) < 0 || spec_devices(s, rootfd, err) < 0)
         return -1;
     if (sysctls(p, s, rootfd, err) < 0)
         return -1;

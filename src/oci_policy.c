@@ -19,7 +19,7 @@
  * starting at the policy's host id (or the spec's own mappings), never host
  * root. Capabilities are those of the spec, inside that namespace only, and
  * limited to the set container runtimes grant by default; no_new_privs is
- * always set. */
+ * as the spec says, and every mount of the container is nosuid. */
 #include "oci.h"
 
 #include "cli.h"

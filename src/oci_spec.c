@@ -503,6 +503,15 @@ static int parse(struct oci_spec *s, struct fb_err *err)
         if (!s->rootfs_propagation)
             return fb_errf(err, FB_EXIT_SETUP, "linux.rootfsPropagation \"%s\": unknown", prop);
     }
+    s->devices = json_object_get(lx, "devices");
+    for (size_t i = 0; json_is_array(s->devices) && i < json_array_size(s->devices); i++) {
+        json_t *d = json_array_get(s->devices, i);
+        const char *p = json_string_value(json_object_get(d, "path"));
+        const char *t = json_string_value(json_object_get(d, "type"));
+        if (!p || p[0] != '/' || !t || strlen(t) != 1 || !strchr("cbup", t[0]))
+            return fb_errf(err, FB_EXIT_SETUP, "linux.devices[%zu]: a path and a type (c, b, u "
+                           "or p) are needed", i);
+    }
     s->resources = json_object_get(lx, "resources");
     s->seccomp = json_object_get(lx, "seccomp");
     s->sysctl = json_object_get(lx, "sysctl");

@@ -347,11 +347,33 @@ struct create {
     int result;      /* the pipe to P */
 };
 
+/* The child's requests during the spawn: the bind sources, in order. */
+static int on_child_msg(void *arg, int ctl, const struct fb_msg *m, int *fds, size_t nfds,
+                        struct fb_err *err)
+{
+    struct oci_child *c = arg;
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (m->type != FB_MSG_OCI_BIND || m->code < 0 || (size_t)m->code >= c->spec->nmounts ||
+        (!c->spec->mounts[m->code].bind && strcmp(c->spec->mounts[m->code].type, "proc")))
+        return fb_errf(err, FB_EXIT_SETUP, "unexpected message %u from the container", m->type);
+    int fd = oci_mount_source(c->spec, c->idmap_ns, (size_t)m->code, err);
+    if (fd < 0)
+        return -1;
+    struct fb_msg r = {.type = FB_MSG_OCI_BIND, .code = m->code};
+    int rc = ctl_send(ctl, &r, &fd, 1);
+    close(fd);
+    if (rc < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "passing a bind source to the container");
+    return 0;
+}
+
 static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *child,
                          struct fb_err *err)
 {
     const struct oci_spec *s = &cr->s;
     memset(child, 0, sizeof *child);
+    child->idmap_ns = -1;
     child->spec = s;
     child->spec_filter = cr->spec_filter;
     child->terminal = s->proc.terminal;
@@ -376,27 +398,23 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
         json_array_append_new(jt, json_string(tops[i]));
     json_object_set_new(cr->st.json, "cgroup_tops", jt);
 
-    int keep[80];
+    int keep[FB_ARRAY_LEN(child->lower_fds) + 1];
     size_t nk = 0;
     for (size_t i = 0; i < child->nlower; i++)
         keep[nk++] = child->lower_fds[i];
     if (child->spec_filter >= 0)
         keep[nk++] = child->spec_filter;
-    int *all_keep = fb_xmalloc((nk + s->nmounts + 1) * sizeof *all_keep);
-    memcpy(all_keep, keep, nk * sizeof *keep);
-    for (size_t i = 0; i < s->nmounts; i++)
-        if (child->bind_fds[i] >= 0)
-            all_keep[nk++] = child->bind_fds[i];
     struct fb_spawn_ext x = {
         .clone_flags = CLONE_PARENT,
         .no_pdeathsig = true,
         .uid_map = cr->uid_map,
         .gid_map = cr->gid_map,
-        .keep_fds = all_keep,
+        .keep_fds = keep,
         .nkeep = nk,
         .cg = cg,
         .child = oci_init_main,
         .arg = child,
+        .on_msg = on_child_msg,
     };
     struct ns_join nj;
     int rc = ns_enter(s, &nj, err);
@@ -405,7 +423,6 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
     else
         cgroup_destroy(cg);
     ns_leave(&nj);
-    free(all_keep);
     oci_mount_release(s, child);
     if (rc < 0) {
         free(cr->st.cgroup);

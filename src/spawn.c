@@ -457,6 +457,11 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
                 goto fail_child;
             continue;
         }
+        if (x && x->on_msg && m.type != FB_MSG_READY) {
+            if (x->on_msg(x->arg, sb->ctl, &m, fds, nfds, err) < 0)
+                goto fail_child;
+            continue;
+        }
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         if (m.type == FB_MSG_READY)

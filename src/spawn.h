@@ -6,6 +6,7 @@
 
 #include "cgroup.h"
 #include "cow.h"
+#include "ctl.h"
 #include "egress.h"
 #include "policy.h"
 #include "userns.h"
@@ -34,6 +35,11 @@ struct fb_spawn_ext {
                                   caller (cgroup_create_at); destroyed on failure */
     __attribute__((noreturn)) void (*child)(const struct fb_policy *p, int ctl, void *arg);
     void *arg;
+    /* The supervisor's side of messages the child sends before READY that
+     * spawn.c does not know (fds: what came with it, to be closed by it).
+     * -1 with err ends the spawn. */
+    int (*on_msg)(void *arg, int ctl, const struct fb_msg *m, int *fds, size_t nfds,
+                  struct fb_err *err);
 };
 
 struct fb_sandbox {
