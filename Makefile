@@ -5,6 +5,7 @@
 #   make bench      benchmarks side by side with bubblewrap and unshare
 #   make redteam    escape probes under every profile
 #   make fuzz       longer fuzzing runs (by hand)
+#   make oci-conformance  the whole OCI conformance suite, fluebox beside runc
 
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -18,7 +19,7 @@ OBJ     := $(SRC:src/%.c=build/obj/%.o)
 ASAN_OBJ:= $(SRC:src/%.c=build/asan/%.o)
 PROFILES:= $(wildcard profiles/*.json)
 
-.PHONY: all deps demo check check-quick asan bench redteam fuzz clean install
+.PHONY: all deps demo check check-quick asan bench redteam fuzz clean install oci-conformance
 
 all: fluebox
 
@@ -101,6 +102,12 @@ check-quick: fluebox
 
 install: fluebox
 	install -m 0755 fluebox $(DESTDIR)/usr/local/bin/fluebox
+	ln -sf fluebox $(DESTDIR)/usr/local/bin/fluebox-oci
+
+# The whole OCI conformance suite against runc and fluebox, with the table
+# for docs/oci.md (make check runs the tests it needs: tests/suites/oci-*).
+oci-conformance: fluebox
+	@bash tests/oci/conformance.sh --all --table build/oci-conformance.md
 
 clean:
 	rm -rf build fluebox

@@ -7,7 +7,8 @@
 #                   procps, util-linux, strace (31-cgroup-v2), clang and its
 #                   libFuzzer runtime (tests/suites/fuzz-*), node 18 or later
 #                   and npm (the Node client), user-mode-linux, busybox-static
-#                   and e2fsprogs (the Linux 6.1 / cgroup v2 guest, tests/vm)
+#                   and e2fsprogs (the Linux 6.1 / cgroup v2 guest, tests/vm),
+#                   containerd, runc and golang-go (fluebox oci's suites)
 #   deps.sh bench   + bubblewrap (the benchmarks compare against it)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (make fuzz)
 #   deps.sh all     everything
@@ -17,7 +18,7 @@
 set -e
 build="gcc make pkg-config libseccomp-dev libjansson-dev"
 test="curl openssl iproute2 python3 python3-venv git procps util-linux strace
-  clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs"
+  clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs containerd runc golang-go"
 want=$build; node=""
 case "${1:-build}" in
   build) ;;

@@ -318,6 +318,13 @@ void oci_init_main(const struct fb_policy *p, int ctl, void *arg)
         int n = -1;
         ioctl(master, TIOCGPTN, &n);
         snprintf(slave, sizeof slave, "/dev/pts/%d", n);
+        /* With a terminal, the caller's stdio is not the container's: let
+         * go of it (the shim waits for its end before reading the pty). */
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int fd = 0; fd < 3 && null >= 0; fd++)
+            dup3(null, fd, 0);
+        if (null > 2)
+            close(null);
     }
     /* Not dumpable: the container's processes cannot read init's memory or
      * descriptors (the control socket) through /proc/1. */

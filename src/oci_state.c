@@ -48,6 +48,27 @@ static int lock_dir(int fd)
     return 0;
 }
 
+/* mkdir -p, 0700 for what it makes. */
+static int mkdir_parents(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *s = buf + 1;; s++) {
+        char *slash = strchr(s, '/');
+        if (slash)
+            *slash = 0;
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return -1;
+        if (!slash)
+            return 0;
+        *slash = '/';
+        s = slash;
+    }
+}
+
 static void state_init(struct oci_state *st)
 {
     memset(st, 0, sizeof *st);
@@ -59,7 +80,7 @@ int oci_state_create(const char *root, const char *id, struct oci_state *st, str
     state_init(st);
     if (oci_id_check(id, err) < 0)
         return -1;
-    if (mkdir(root, 0700) < 0 && errno != EEXIST)
+    if (mkdir_parents(root) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "creating the state directory %s", root);
     st->id = fb_xstrdup(id);
     st->dir = fb_xasprintf("%s/%s", root, id);
