@@ -5,7 +5,9 @@
 #
 # Modes (columns): none (no sandbox), strict, standard, trusted (each profile
 # as it comes), trusted+hostnet (trusted with --net host, which that profile
-# permits), and with --bwrap an informational bubblewrap column.
+# permits), as root oci (the probe as a container under `fluebox oci`, with
+# the spec containerd gives a container by default: tests/probes/oci-bundle.py),
+# and with --bwrap an informational bubblewrap column.
 #
 # What passes:
 #   * strict: every probe BLOCKED.
@@ -21,7 +23,7 @@
 # $PROBE_USER (default fbtest) when that user exists, and adds both results.
 #
 # Usage: tests/probes/run.sh [--fluebox PATH] [--profiles "strict standard"]
-#          [--only "probe ..."] [--bwrap] [--no-user] [--user NAME]
+#          [--only "probe ..."] [--bwrap] [--no-oci] [--no-user] [--user NAME]
 #          [--no-build] [--keep] [--verbose]
 #   --bwrap    adds an informational column: the same probes under bubblewrap
 #              with a layout like fluebox's strict one (never pass/fail).
@@ -40,6 +42,7 @@ BUILD=$HERE/build
 PROFILES="strict standard trusted trusted+hostnet"
 ONLY=""
 WITH_BWRAP=0
+WITH_OCI=1
 RUN_USER=1
 PROBE_USER=${PROBE_USER:-fbtest}
 BUILD_FIRST=1
@@ -70,6 +73,14 @@ declare -A ALLOWED=(
     # sockets and the host's resolver are then reachable by design. Plain
     # trusted (network none) must block them like the others.
     [host_loopback:trusted+hostnet]="--net host shares the host network namespace"
+    # A container (mode oci) is root of its own image with the capabilities
+    # its spec grants, inside its user namespace only; these follow.
+    [caps_left:oci]="the spec grants the runtimes' default capabilities, inside the container's user namespace only (host root is never mapped)"
+    [no_new_privs:oci]="no_new_privs follows the spec (containerd's default: off); every mount of a container is nosuid, so set-id and file-capability programs gain nothing"
+    [write_outside:oci]="/usr, /bin and /lib are the container's own image, writable into an upper layer that stays in the container (the outside directory stays untouched: checked below)"
+    [sysfs:oci]="the spec mounts sysfs: the container's own, read-only, with /sys/firmware, /sys/kernel and /sys/fs/cgroup covered (uevent_helper and cgroup files stay unreadable)"
+    [setuid_workspace:oci]="set-id modes stay refused; CAP_SETFCAP (the runtimes' default) writes only a namespaced file capability on the (not idmapped) workspace: its root id is the container's own host id, which host root's processes ignore, and every mount of a container is nosuid"
+    [af_packet:oci]="the spec grants CAP_NET_RAW (the runtimes' default): a raw IP socket in the container's own network namespace, which has only loopback (AF_PACKET stays refused)"
     [abstract_unix:trusted+hostnet]="--net host shares the host network namespace (abstract sockets belong to it)"
     [dns_external:trusted+hostnet]="--net host shares the host network namespace (host resolver reachable)"
 )
@@ -101,6 +112,7 @@ while [ $# -gt 0 ]; do
     --profiles) PROFILES=$2; shift ;;
     --only) ONLY=$2; shift ;;
     --bwrap) WITH_BWRAP=1 ;;
+    --no-oci) WITH_OCI=0 ;;
     --no-user) RUN_USER=0 ;;
     --user) PROBE_USER=$2; shift ;;
     --no-build) BUILD_FIRST=0 ;;
@@ -144,6 +156,10 @@ if [ -n "$PROFILES" ] && [ ! -x "$FLUEBOX" ]; then
     die "no fluebox binary at $FLUEBOX (build it first, or --fluebox PATH)"
 fi
 MODES="none $PROFILES"
+# The oci column needs root (fluebox oci runs as root, as runc does).
+if [ "$WITH_OCI" = 1 ] && [ -n "$PROFILES" ] && [ "$(id -u)" = 0 ] && command -v python3 >/dev/null; then
+    MODES="$MODES oci"
+fi
 [ "$WITH_BWRAP" = 1 ] && MODES="$MODES bwrap"
 if [ "$WITH_BWRAP" = 1 ] && ! command -v bwrap >/dev/null; then
     die "--bwrap: bwrap is not installed"
@@ -239,6 +255,28 @@ if [[ " ${PROBES[*]} " == *" session_files "* ]] && [ -n "$PROFILES" ] &&
     [ -S "$TMP/serve.sock" ] || die "fluebox serve did not start: $(tail -n 2 "$TMP/serve.log")"
 fi
 
+# The oci column: a minimal rootfs (busybox), containers' cgroups under one
+# parent of this run's, checked and removed at the end.
+OCI_CG=/fbprobe-${TMP##*.}
+OCI_HOST_ID=200000 # where the containers' ids 0..65535 start on the host
+if [[ " $MODES " == *" oci "* ]]; then
+    mkdir -p "$TMP/ocirootfs/bin" "$TMP/ocistate"
+    for d in etc proc sys dev tmp workspace probes data; do mkdir -p "$TMP/ocirootfs/$d"; done
+    bb=$(command -v busybox || true)
+    if [ -n "$bb" ]; then
+        cp "$bb" "$TMP/ocirootfs/bin/busybox"
+        ln -s busybox "$TMP/ocirootfs/bin/sh"
+    fi
+    printf 'root:x:0:0:root:/root:/bin/sh\n' >"$TMP/ocirootfs/etc/passwd"
+fi
+oci_cgroups_left() {
+    local d c
+    for d in /sys/fs/cgroup/*"$OCI_CG" /sys/fs/cgroup/*/*"$OCI_CG"; do
+        [ -d "$d" ] || continue
+        for c in "$d"/*/; do [ -d "$c" ] && echo "$c"; done
+    done
+}
+
 HOST_HOSTNAME=$(hostname)
 UTSNS=$(stat -L -c %i /proc/self/ns/uts)
 NETNS=$(stat -L -c %i /proc/self/ns/net)
@@ -295,6 +333,7 @@ run_one() {
         case "$mode" in
         none) cmd+=("$TMP/bin/helper/fbhost" session-files none none) ;;
         bwrap) printf 'SKIP\t0\tno session server in bubblewrap\n' >"$out.v"; return ;;
+        oci) printf 'NA\t0\tsessions are fluebox serve'"'"'s, not a container'"'"'s\n' >"$out.v"; return ;;
         *)
             if [ -z "$SERVE_PID" ]; then
                 printf 'SKIP\t0\tfluebox serve is not available\n' >"$out.v"
@@ -314,6 +353,18 @@ run_one() {
     bwrap)
         bwrap_cmd "$ws"
         cmd+=("${BWRAP[@]}" -- "/probes/$p" "${CTX[@]}" data=/data fill=/tmp)
+        ;;
+    oci)
+        local b=$TMP/oci-$p
+        mkdir -p "$b"
+        # A read-write bind is not idmapped (docs/oci.md): the workspace
+        # belongs to the container's host ids, as a volume of a rootless
+        # container does.
+        chown "$OCI_HOST_ID:$OCI_HOST_ID" "$ws"
+        python3 "$HERE/oci-bundle.py" "$b" "$TMP/ocirootfs" "$TMP/bin" "$TMP/bindsrc" "$ws" \
+            "$OCI_CG/$p" "$((64 * 1024 * 1024))" "$PIDS" "$DISK" "$SANDBOX_TIMEOUT" "$OCI_HOST_ID" -- \
+            "/probes/$p" "${CTX[@]}" data=/data fill=/tmp
+        cmd+=("$FLUEBOX" oci --root "$TMP/ocistate" run --bundle "$b" "probe-$p")
         ;;
     *)
         # sh records the pid fluebox will have, then becomes fluebox.
@@ -401,7 +452,10 @@ for p in "${PROBES[@]}"; do
             [ "$v" = ESCAPED ] && cell=escaped
             ;;
         *)
-            if [ "$v" = BLOCKED ]; then
+            if [ "$v" = NA ]; then
+                cell=n/a
+                pass "$p under $m: not applicable ($detail)"
+            elif [ "$v" = BLOCKED ]; then
                 cell=blocked
                 pass "$p under $m: blocked"
             elif [ "$v" = ESCAPED ] && [ -n "${ALLOWED[$p:$m]:-}" ] && [ "$m" != strict ]; then
@@ -467,8 +521,12 @@ done
 check "no probe or sandbox process left (${leftovers[*]:-none})" test ${#leftovers[@]} = 0
 for pid in "${leftovers[@]}"; do kill -KILL "$pid" 2>/dev/null; done
 check "no mount of the run's files left on the host" test -z "$(grep -F -- "$TMP" /proc/self/mountinfo)"
-left=$(cgroups_left)
+left=$(cgroups_left; oci_cgroups_left)
 check "no cgroup of the run's fluebox processes left behind${left:+: $left}" test -z "$left"
+for d in /sys/fs/cgroup/*"$OCI_CG" /sys/fs/cgroup/*/*"$OCI_CG"; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+if [[ " $MODES " == *" oci "* ]]; then
+    check "no container state left (fluebox oci)" test -z "$(ls -A "$TMP/ocistate" 2>/dev/null)"
+fi
 
 say ""
 say "blocked: every attempt failed; allowed: escaped where the profile permits it"
