@@ -32,6 +32,7 @@
 
 #include "ctl.h"
 #include "mount.h"
+#include "net.h"
 
 #include <fcntl.h>
 #include <linux/mount.h>
@@ -628,6 +629,34 @@ static int sysctls(const struct fb_policy *p, const struct oci_spec *s, int root
     return 0;
 }
 
+/* With the allowlist, names resolve through the supervisor's DNS at
+ * FB_NET_DNS_ADDR (net.h): that is the container's /etc/resolv.conf, bound
+ * read-only over what the image or the spec's binds put there. */
+static int allowlist_resolv(const struct fb_policy *p, const char *stage, int rootfd,
+                            struct fb_err *err)
+{
+    if (p->net != FB_NET_ALLOW)
+        return 0;
+    char path[300];
+    snprintf(path, sizeof path, "%s/resolv.conf", stage);
+    static const char text[] = "nameserver " FB_NET_DNS_ADDR "\noptions attempts:1\n";
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int rc = fd < 0 ? -1 : fb_write_all(fd, text, sizeof text - 1);
+    if (fd >= 0 && close(fd) < 0)
+        rc = -1;
+    if (rc < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "writing the container's resolv.conf");
+    cleanup_close int src = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    struct mount_attr a = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                       MOUNT_ATTR_NOEXEC};
+    if (src < 0 || mount_setattr(src, "", AT_EMPTY_PATH, &a, sizeof a) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "the container's resolv.conf");
+    cleanup_close int t = mount_open_in_root(rootfd, "/etc/resolv.conf", 2, err);
+    if (t < 0)
+        return -1;
+    return attach_fd(src, t, "/etc/resolv.conf", err);
+}
+
 static const char *const sys_masks[] = {"/sys/firmware", "/sys/kernel", "/sys/fs/cgroup",
                                         "/sys/power", "/sys/devices/virtual/powercap"};
 
@@ -722,7 +751,7 @@ int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int ctl
             return -1;
     if (default_devices(rootfd, c->terminal, err) < 0 || spec_devices(s, rootfd, err) < 0)
         return -1;
-    if (sysctls(p, s, rootfd, err) < 0)
+    if (sysctls(p, s, rootfd, err) < 0 || allowlist_resolv(p, stage, rootfd, err) < 0)
         return -1;
     /* fluebox's own hardening of every procfs and sysfs the spec mounted. */
     for (size_t i = 0; i < s->nmounts; i++) {
