@@ -1,0 +1,206 @@
+#!/bin/bash
+# timeout: 300
+# tests/suites/oci-run.sh — `fluebox oci` on its own (no containerd): bad
+# input fails with one clear line and leaves nothing behind; the lifecycle
+# and its states; exec, ps, pause and resume; the egress allowlist and the
+# report from annotations; the boundary a container keeps. Needs root.
+# Bundles use the host's /usr read-only (python3 for the network check).
+#
+# Prints "ok - ..." / "not ok - ..." lines and "# end of suite".
+set -u
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=${ROOT:-$(cd "$HERE/.." && pwd)}
+FB=${FB:-$ROOT/fluebox}
+
+ok() { echo "ok - oci-run: $1"; }
+fail() { echo "not ok - oci-run: $1${2:+: $2}"; }
+if [ "$(id -u)" != 0 ]; then
+    echo "ok - oci-run: fluebox oci # SKIP needs root"
+    echo "# end of suite"
+    exit 0
+fi
+
+T=$(mktemp -d /tmp/fbocirun.XXXXXX)
+HTTP_PID=""
+cleanup() {
+    [ -n "$HTTP_PID" ] && kill "$HTTP_PID" 2>/dev/null && wait "$HTTP_PID" 2>/dev/null
+    rm -rf "$T"
+}
+trap cleanup EXIT
+export FLUEBOX_OCI_ROOT=$T/state
+CG=/fbocirun-${T##*.}
+O=("$FB" oci --log "$T/log.json" --log-format json)
+
+# bundle DIR ARGS...: a bundle whose rootfs is an empty tree with the host's
+# /usr (and its merged-/usr links) bound read-only.
+bundle() {
+    local b=$1
+    shift
+    mkdir -p "$b/rootfs"
+    for d in proc dev sys tmp etc; do mkdir -p "$b/rootfs/$d"; done
+    python3 - "$b" "$CG/$(basename "$b")" "$@" <<'EOF'
+import json, os, sys
+b, cg, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+mounts = [
+    {"destination": "/proc", "type": "proc", "source": "proc"},
+    {"destination": "/dev", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "mode=755"]},
+    {"destination": "/dev/pts", "type": "devpts", "source": "devpts", "options": ["newinstance", "ptmxmode=0666"]},
+    {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs"},
+    {"destination": "/usr", "type": "bind", "source": "/usr", "options": ["rbind", "ro"]},
+]
+for l in ("bin", "sbin", "lib", "lib64"):
+    p = "/" + l
+    if os.path.islink(p):
+        os.symlink(os.readlink(p), b + "/rootfs" + p)
+    elif os.path.isdir(p):
+        mounts.append({"destination": p, "type": "bind", "source": p, "options": ["rbind", "ro"]})
+for f in ("/etc/nsswitch.conf", "/etc/ld.so.cache"):
+    if os.path.exists(f):
+        mounts.append({"destination": f, "type": "bind", "source": f, "options": ["bind", "ro"]})
+caps = ["CAP_CHOWN", "CAP_KILL", "CAP_SETUID", "CAP_SETGID", "CAP_NET_BIND_SERVICE"]
+spec = {"ociVersion": "1.0.2",
+        "process": {"args": args, "cwd": "/", "env": ["PATH=/usr/bin:/bin"],
+                    "user": {"uid": 0, "gid": 0},
+                    "capabilities": {"bounding": caps, "effective": caps, "permitted": caps}},
+        "root": {"path": "rootfs"}, "hostname": "oci-run", "mounts": mounts,
+        "annotations": {},
+        "linux": {"namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount", "network")],
+                  "cgroupsPath": cg}}
+json.dump(spec, open(b + "/config.json", "w"), indent=1)
+EOF
+}
+# edit DIR PYTHON: change the bundle's config (c is the spec)
+edit() {
+    python3 - "$1/config.json" "$2" <<'EOF'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+exec(sys.argv[2])
+json.dump(c, open(p, "w"), indent=1)
+EOF
+}
+lasterr() { python3 -c 'import json,sys
+e=[json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+e=[x for x in e if x.get("level")=="error"]
+print(e[-1]["msg"] if e else "")' "$T/log.json" 2>/dev/null; }
+nothing_left() { # NAME ID: no state, no cgroup
+    local st cg=""
+    st=$(ls -A "$FLUEBOX_OCI_ROOT" 2>/dev/null)
+    for d in /sys/fs/cgroup/*"$CG" /sys/fs/cgroup/*/*"$CG"; do
+        [ -d "$d" ] || continue
+        for c in "$d"/*/; do [ -d "$c" ] && cg="$cg $c"; done
+    done
+    if [ -z "$st" ] && [ -z "$cg" ]; then ok "$1: nothing left"; else fail "$1: left behind" "state: $st; cgroups: $cg"; fi
+}
+
+# ---- bad input: one line in --log, exit 1, nothing left ----
+bundle "$T/good" /bin/true
+badcase() { # NAME WANT-SUBSTRING EDIT
+    local name=$1 want=$2 code=$3
+    rm -rf "$T/bad"
+    cp -r "$T/good" "$T/bad"
+    edit "$T/bad" "$code"
+    : >"$T/log.json"
+    "${O[@]}" create --bundle "$T/bad" bad >/dev/null 2>&1
+    local rc=$? msg
+    msg=$(lasterr)
+    if [ "$rc" = 1 ] && [[ $msg == *"$want"* ]]; then ok "$name: exit 1, \"$msg\""; else fail "$name" "exit $rc, log: $msg"; fi
+    nothing_left "$name"
+}
+badcase "a capability beyond the default set" "does not grant CAP_SYS_ADMIN" \
+    'c["process"]["capabilities"]["bounding"].append("CAP_SYS_ADMIN")'
+badcase "an unknown capability" 'unknown capability "CAP_TEST"' \
+    'c["process"]["capabilities"]["bounding"].append("CAP_TEST")'
+badcase "a mapping of host root" "never maps host root" \
+    'c["linux"]["namespaces"].append({"type":"user"}); c["linux"]["uidMappings"]=[{"containerID":0,"hostID":0,"size":65536}]; c["linux"]["gidMappings"]=[{"containerID":0,"hostID":0,"size":65536}]'
+badcase "an unknown fluebox annotation" "run.fluebox.bogus: unknown" \
+    'c["annotations"]["run.fluebox.bogus"]="1"'
+badcase "the host's network under the default profile" "does not permit it" \
+    'c["linux"]["namespaces"]=[n for n in c["linux"]["namespaces"] if n["type"]!="network"]'
+badcase "a host device" "no host devices" \
+    'c["linux"]["devices"]=[{"path":"/dev/sda","type":"b","major":8,"minor":0}]'
+badcase "a bind source that is not there" "/no/such/dir" \
+    'c["mounts"].append({"destination":"/x","type":"bind","source":"/no/such/dir","options":["rbind"]})'
+badcase "a missing command" 'exec: "/no/such/cmd": stat /no/such/cmd' \
+    'c["process"]["args"]=["/no/such/cmd"]'
+: >"$T/log.json"
+"${O[@]}" create --bundle "$T/nobundle" nb >/dev/null 2>&1
+rc=$?
+if [ "$rc" = 1 ] && [[ $(lasterr) == *"nobundle"* ]]; then ok "a missing bundle: $(lasterr)"; else fail "a missing bundle" "exit $rc: $(lasterr)"; fi
+
+# ---- lifecycle, states, exec, ps, pause ----
+bundle "$T/life" sh -c 'echo started > /tmp/mark; sleep 1000'
+"${O[@]}" create --bundle "$T/life" life >/dev/null 2>&1
+s1=$("$FB" oci state life 2>/dev/null | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')
+"${O[@]}" create --bundle "$T/life" life >/dev/null 2>&1
+dup=$?
+"${O[@]}" start life
+s2=$("$FB" oci state life | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')
+"${O[@]}" exec life sh -c 'cat /tmp/mark; exit 3' >"$T/exec.out" 2>&1
+erc=$?
+pids=$("$FB" oci ps --format json life | python3 -c 'import json,sys;print(len(json.load(sys.stdin)))')
+"${O[@]}" pause life
+s3=$("$FB" oci state life | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')
+"${O[@]}" resume life
+"${O[@]}" delete life >/dev/null 2>&1
+nodel=$?
+"${O[@]}" kill life KILL
+for _ in $(seq 100); do
+    [ "$("$FB" oci state life | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')" = stopped ] && break
+    sleep 0.1
+done
+"${O[@]}" delete life
+[ "$s1/$s2/$s3" = created/running/paused ] && ok "states: created, running, paused" || fail "states" "$s1/$s2/$s3"
+[ "$dup" = 1 ] && ok "a second create with the same id fails" || fail "duplicate id" "exit $dup"
+[ "$erc" = 3 ] && grep -q started "$T/exec.out" && ok "exec sees the container's files and has its own exit code" ||
+    fail "exec" "exit $erc: $(cat "$T/exec.out")"
+[ "$pids" -ge 2 ] && ok "ps lists $pids processes" || fail "ps" "$pids"
+[ "$nodel" = 1 ] && ok "delete of a running container without --force fails" || fail "delete while running" "exit $nodel"
+"${O[@]}" delete --force life && ok "delete --force of a container already gone exits 0" || fail "delete --force of a gone id"
+nothing_left "the lifecycle"
+
+# ---- the boundary inside ----
+bundle "$T/in" sh -c 'cat /proc/self/uid_map; grep -E "^Seccomp:" /proc/self/status; echo "cgroupfiles=$(ls -A /sys/fs/cgroup | wc -l) kernelfiles=$(ls -A /sys/kernel | wc -l) sysfiles=$(ls -A /sys | wc -l)"; touch /usr/x 2>&1'
+edit "$T/in" 'c["mounts"] += [{"destination":"/sys","type":"sysfs","source":"sysfs","options":["ro"]}, {"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup","options":["ro"]}]'
+"$FB" oci run --bundle "$T/in" in >"$T/in.out" 2>&1
+read -r _ host size <<<"$(head -n 1 "$T/in.out")"
+[ "$host" -gt 0 ] && [ "$size" = 65536 ] && ok "root inside is host id $host, 65536 ids mapped" || fail "id map" "$(head -n 1 "$T/in.out")"
+grep -q "^Seccomp:.*2" "$T/in.out" && ok "seccomp filter mode on" || fail "seccomp" "$(cat "$T/in.out")"
+grep -q "cgroupfiles=0 kernelfiles=0 sysfiles=[1-9]" "$T/in.out" && ok "sysfs is there, read-only, with /sys/fs/cgroup and /sys/kernel empty" ||
+    fail "sysfs" "$(cat "$T/in.out")"
+grep -q "Read-only file system" "$T/in.out" && ok "the host's /usr bound read-only stays read-only" || fail "ro bind" "$(cat "$T/in.out")"
+nothing_left "a run"
+
+# ---- the allowlist and the report from annotations ----
+PORT=$((20000 + RANDOM % 20000))
+mkdir -p "$T/www" && echo hello-from-the-host >"$T/www/index.html"
+(cd "$T/www" && exec python3 -m http.server "$PORT" --bind 127.0.0.1) >"$T/http.log" 2>&1 &
+HTTP_PID=$!
+for _ in $(seq 100); do python3 -c "import socket;socket.create_connection(('127.0.0.1',$PORT),1)" 2>/dev/null && break; sleep 0.1; done
+bundle "$T/net" python3 -c "
+import urllib.request
+print(urllib.request.urlopen('http://api.test:$PORT/').read().decode().strip())
+try:
+    urllib.request.urlopen('http://other.test:$PORT/', timeout=5); print('other: reached')
+except Exception as e:
+    print('other: refused')
+try:
+    urllib.request.urlopen('http://127.0.0.1:$PORT/', timeout=5); print('loopback: reached')
+except Exception as e:
+    print('loopback: refused')"
+edit "$T/net" "c['annotations'].update({'run.fluebox.allow-net':'api.test:$PORT','run.fluebox.egress-resolve':'api.test:$PORT=127.0.0.1:$PORT,other.test:$PORT=127.0.0.1:$PORT','run.fluebox.report':'$T/report.json'})"
+"$FB" oci run --bundle "$T/net" net >"$T/net.out" 2>&1
+if grep -q hello-from-the-host "$T/net.out" && grep -q "other: refused" "$T/net.out" &&
+    grep -q "loopback: refused" "$T/net.out"; then
+    ok "allowlist: the allowed name is reached, another name and the host's loopback are not"
+else
+    fail "allowlist" "$(cat "$T/net.out")"
+fi
+if python3 -c "import json,sys; d=json.load(open(sys.argv[1])); n=d['network']; sys.exit(not (d['exit_code']==0 and n['connections_allowed']>=1 and n['dns_denied']>=1))" "$T/report.json" 2>/dev/null; then
+    ok "the report (run.fluebox.report): exit 0, the connection and the denied name counted"
+else
+    fail "report" "$(cat "$T/report.json" 2>&1 | head -c 300)"
+fi
+nothing_left "the allowlist run"
+for d in /sys/fs/cgroup/*"$CG" /sys/fs/cgroup/*/*"$CG"; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+echo "# end of suite"
