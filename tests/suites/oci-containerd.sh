@@ -136,6 +136,8 @@ for rt in runc fluebox; do
     R[exec:$rt]=$?
     R[execout:$rt]=$("${C[@]}" task exec --exec-id e2 "$rt-all" sh -c 'echo exec-$((6*7))' 2>&1)
     R[ps:$rt]=$("${C[@]}" task ps "$rt-all" 2>/dev/null | awk 'NR > 1' | wc -l)
+    script -qec "timeout 60 ${C[*]} task exec -t --exec-id e3 $rt-all sh -c 'tty; exit 6'" "$T/$rt-etty.out" >/dev/null 2>&1
+    R[etty:$rt]="$(grep -c '/dev/pts/' "$T/$rt-etty.out") $(sed -n 's/.*COMMAND_EXIT_CODE="\([0-9]*\)".*/\1/p' "$T/$rt-etty.out")"
     "${C[@]}" task kill -a -s SIGKILL "$rt-all" >/dev/null 2>&1
     wait $p
     R[killall:$rt]=$?
@@ -178,6 +180,7 @@ same "kill --all SIGKILL -> 137" killall 137
 same "exec with its own exit code" exec 7
 same "exec's output" execout exec-42
 same "a terminal: tty is a pty, exit 4" tty "1 4"
+same "exec with a terminal: a pty, exit 6" etty "1 6"
 same "a missing command: ctr fails with the runtime's error" nocmd "1 1"
 same "memory limit in ctr task metrics" mem 67108864
 if [ "${R[ps:runc]}" -ge 2 ] && [ "${R[ps:fluebox]}" -ge 2 ]; then

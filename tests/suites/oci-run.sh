@@ -139,6 +139,9 @@ s2=$("$FB" oci state life | python3 -c 'import json,sys;print(json.load(sys.stdi
 "${O[@]}" exec life sh -c 'cat /tmp/mark; exit 3' >"$T/exec.out" 2>&1
 erc=$?
 pids=$("$FB" oci ps --format json life | python3 -c 'import json,sys;print(len(json.load(sys.stdin)))')
+printf '{"memory":{"limit":100663296},"pids":{"limit":77}}' | "${O[@]}" update --resources - life
+mem=$(cat /sys/fs/cgroup/memory"$CG"/life/memory.limit_in_bytes /sys/fs/cgroup"$CG"/life/memory.max 2>/dev/null | head -n 1)
+pidsmax=$(cat /sys/fs/cgroup/pids"$CG"/life/pids.max /sys/fs/cgroup"$CG"/life/pids.max 2>/dev/null | head -n 1)
 "${O[@]}" pause life
 s3=$("$FB" oci state life | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')
 "${O[@]}" resume life
@@ -155,6 +158,7 @@ done
 [ "$erc" = 3 ] && grep -q started "$T/exec.out" && ok "exec sees the container's files and has its own exit code" ||
     fail "exec" "exit $erc: $(cat "$T/exec.out")"
 [ "$pids" -ge 2 ] && ok "ps lists $pids processes" || fail "ps" "$pids"
+[ "$mem/$pidsmax" = 100663296/77 ] && ok "update --resources - changes the cgroup's limits" || fail "update" "$mem/$pidsmax"
 [ "$nodel" = 1 ] && ok "delete of a running container without --force fails" || fail "delete while running" "exit $nodel"
 "${O[@]}" delete --force life && ok "delete --force of a container already gone exits 0" || fail "delete --force of a gone id"
 nothing_left "the lifecycle"
