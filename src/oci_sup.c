@@ -490,7 +490,10 @@ __attribute__((noreturn)) static void supervisor(struct create *cr)
     sigprocmask(SIG_BLOCK, &set, NULL);
 
     struct oci_child child;
-    if (start_sandbox(cr, &u, &child, &err) < 0)
+    int rc = start_sandbox(cr, &u, &child, &err);
+    if (cr->spec_filter >= 0) /* the container has its copy */
+        close(fb_steal_fd(cr->spec_filter));
+    if (rc < 0)
         goto fail;
     if (after_ready(cr, &u, &err) < 0)
         goto fail_kill;
