@@ -404,7 +404,7 @@ static int cmd_update(const char *root, const char *id, const char *file)
         oci_log_error("update: --resources FILE|- is needed");
         return 1;
     }
-    res = !strcmp(file, "-") ? json_loadf(stdin, 0, &je) : json_load_file(file, 0, &je);
+    res = oci_json_load(file, &je);
     if (!json_is_object(res)) {
         oci_log_error("update: %s: %s", file, je.text);
         json_decref(res);

@@ -142,6 +142,9 @@ struct oci_spec {
     size_t nhooks[OCI_HOOK_NKINDS];
 };
 
+/* A JSON file ("-": stdin) as the runtimes write them: numbers above
+ * INT64_MAX (RLIM_INFINITY) are read as -1. */
+json_t *oci_json_load(const char *path, json_error_t *je);
 /* Read bundle/config.json (or, with path, that file). */
 int oci_spec_load(const char *bundle, const char *path, struct oci_spec *s, struct fb_err *err);
 /* A process object (process.json of exec, or config's "process"). */

@@ -74,7 +74,7 @@ static int exec_process(const struct oci_exec_args *a, const struct oci_spec *s,
     memset(pr, 0, sizeof *pr);
     if (a->process) {
         json_error_t je;
-        json_t *j = json_load_file(a->process, 0, &je);
+        json_t *j = oci_json_load(a->process, &je);
         if (!j) {
             if (access(a->process, R_OK) < 0)
                 return fb_errno(err, FB_EXIT_SETUP, "--process %s", a->process);

@@ -17,7 +17,7 @@ static bool num(json_t *o, const char *k, int64_t *v)
         *v = json_integer_value(j);
         return true;
     }
-    if (json_is_real(j)) { /* above INT64_MAX: unlimited */
+    if (json_is_real(j)) { /* not from oci_json_load, which reads those as -1 */
         *v = -1;
         return true;
     }

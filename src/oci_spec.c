@@ -85,6 +85,67 @@ static const struct {
     {"tmpcopyup", 0, 0, 0, 0},           {"defaults", 0, 0, 0, 0},
 };
 
+/* JSON numbers above INT64_MAX (RLIM_INFINITY, 18446744073709551615, in
+ * rlimits; -1 written as uint64 elsewhere) are refused by jansson: they
+ * are read as -1, "unlimited", everywhere fluebox takes an unsigned
+ * number. Strings are left alone. */
+static void big_ints(char *t)
+{
+    bool in_str = false;
+    for (char *s = t; *s; s++) {
+        if (in_str) {
+            if (*s == '\\' && s[1])
+                s++;
+            else if (*s == '"')
+                in_str = false;
+            continue;
+        }
+        if (*s == '"') {
+            in_str = true;
+            continue;
+        }
+        if (*s < '0' || *s > '9' || (s > t && (s[-1] == '.' || s[-1] == 'e' || s[-1] == 'E')))
+            continue;
+        size_t n = strspn(s, "0123456789");
+        bool big = n > 19 || (n == 19 && strncmp(s, "9223372036854775807", 19) > 0);
+        if (big && s[n] != '.' && s[n] != 'e' && s[n] != 'E') {
+            s[0] = '-';
+            s[1] = '1';
+            memset(s + 2, ' ', n - 2);
+        }
+        s += n - 1;
+    }
+}
+
+json_t *oci_json_load(const char *path, json_error_t *je)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+    if (!f) {
+        snprintf(je->text, sizeof je->text, "%s", strerror(errno));
+        je->line = 0;
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = fb_xmalloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len < 2) {
+            if (cap > (64u << 20))
+                break; /* far beyond any config */
+            cap *= 2;
+            buf = fb_xrealloc(buf, cap);
+        }
+    }
+    buf[len] = 0;
+    if (f != stdin)
+        fclose(f);
+    big_ints(buf);
+    json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, je);
+    free(buf);
+    return j;
+}
+
 static char *xstr(json_t *j)
 {
     return json_is_string(j) ? fb_xstrdup(json_string_value(j)) : NULL;
@@ -138,14 +199,9 @@ static int u32_of(json_t *j, uint32_t *out, const char *what, struct fb_err *err
 
 static int u64_of(json_t *j, uint64_t *out, const char *what, struct fb_err *err)
 {
-    /* jansson reads numbers above INT64_MAX as reals: RLIM_INFINITY
-     * (18446744073709551615) arrives as 1.8446744073709552e19. */
-    if (json_is_integer(j) && json_integer_value(j) >= 0) {
-        *out = (uint64_t)json_integer_value(j);
-        return 0;
-    }
-    if (json_is_real(j) && json_real_value(j) >= 9.2e18) {
-        *out = UINT64_MAX;
+    /* Numbers above INT64_MAX (RLIM_INFINITY) arrive as -1 (big_ints). */
+    if (json_is_integer(j) && json_integer_value(j) >= -1) {
+        *out = json_integer_value(j) < 0 ? UINT64_MAX : (uint64_t)json_integer_value(j);
         return 0;
     }
     return fb_errf(err, FB_EXIT_SETUP, "%s: expected an unsigned number", what);
@@ -530,7 +586,7 @@ int oci_spec_load(const char *bundle, const char *path, struct oci_spec *s, stru
     s->bundle = fb_xstrdup(real);
     cleanup_free char *file = path ? fb_xstrdup(path) : fb_xasprintf("%s/config.json", real);
     json_error_t je;
-    s->json = json_load_file(file, JSON_REJECT_DUPLICATES, &je);
+    s->json = oci_json_load(file, &je);
     if (!s->json) {
         if (access(file, R_OK) < 0)
             return fb_errno(err, FB_EXIT_SETUP, "%s", file);

@@ -8,6 +8,7 @@ int main(void)
     unit_net();
     unit_udiff();
     unit_server();
+    unit_oci();
     printf("# end of suite\n");
     return 0;
 }

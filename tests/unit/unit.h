@@ -17,4 +17,5 @@ void unit_core(void);
 void unit_net(void);
 void unit_udiff(void);
 void unit_server(void);
+void unit_oci(void);
 #endif
