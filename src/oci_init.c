@@ -346,9 +346,23 @@ void oci_init_main(const struct fb_policy *p, int ctl, void *arg)
         close(master);
     }
 
-    /* Created: wait for start. */
+    /* Created: wait for start. A signal meant to end the container (kill
+     * ID TERM before start) ends it now, as it would end runc's init. */
     struct fb_msg m;
     for (;;) {
+        struct pollfd wp[2] = {{.fd = ctl, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+        if (poll(wp, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            _exit(FB_EXIT_SETUP);
+        }
+        if (wp[1].revents) {
+            struct signalfd_siginfo si;
+            if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo != SIGCHLD &&
+                si.ssi_signo != SIGWINCH && si.ssi_signo != SIGURG && si.ssi_signo != SIGCONT)
+                _exit(128 + (int)si.ssi_signo);
+            continue;
+        }
         int r = ctl_recv(ctl, &m, NULL, NULL);
         if (r <= 0)
             _exit(FB_EXIT_SETUP); /* the supervisor is gone (delete) */
