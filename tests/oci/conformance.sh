@@ -77,6 +77,12 @@ if [ "$(id -u)" != 0 ]; then
     echo "ok - oci-conformance: runtime-tools # SKIP needs root"
     end
 fi
+# shellcheck source=kernel.sh
+. "$HERE/kernel.sh"
+if ! oci_kernel_ok; then
+    echo "ok - oci-conformance: runtime-tools # SKIP $OCI_KERNEL_WHY"
+    end
+fi
 TARBALL=${OCI_RUNTIME_TOOLS:-}
 if [ -z "$TARBALL" ]; then
     for d in "$ROOT/../shared/oci" "$ROOT/../../shared/oci"; do

@@ -157,7 +157,10 @@ if [ -n "$PROFILES" ] && [ ! -x "$FLUEBOX" ]; then
 fi
 MODES="none $PROFILES"
 # The oci column needs root (fluebox oci runs as root, as runc does).
-if [ "$WITH_OCI" = 1 ] && [ -n "$PROFILES" ] && [ "$(id -u)" = 0 ] && command -v python3 >/dev/null; then
+# shellcheck source=../oci/kernel.sh
+. "$ROOT/tests/oci/kernel.sh"
+if [ "$WITH_OCI" = 1 ] && [ -n "$PROFILES" ] && [ "$(id -u)" = 0 ] && command -v python3 >/dev/null &&
+    oci_kernel_ok; then
     MODES="$MODES oci"
 fi
 [ "$WITH_BWRAP" = 1 ] && MODES="$MODES bwrap"

@@ -31,6 +31,13 @@ if [ "$(id -u)" != 0 ]; then
     echo "# end of suite"
     exit 0
 fi
+# shellcheck source=../oci/kernel.sh
+. "$ROOT/tests/oci/kernel.sh"
+if ! oci_kernel_ok; then
+    skip "containerd scenarios" "$OCI_KERNEL_WHY"
+    echo "# end of suite"
+    exit 0
+fi
 missing=""
 for t in containerd ctr runc containerd-shim-runc-v2 busybox script unshare python3; do
     command -v "$t" >/dev/null || missing="$missing $t"

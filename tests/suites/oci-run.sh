@@ -20,6 +20,13 @@ if [ "$(id -u)" != 0 ]; then
     exit 0
 fi
 
+# shellcheck source=../oci/kernel.sh
+. "$ROOT/tests/oci/kernel.sh"
+if ! oci_kernel_ok; then
+    echo "ok - oci-run: fluebox oci # SKIP $OCI_KERNEL_WHY"
+    echo "# end of suite"
+    exit 0
+fi
 T=$(mktemp -d /tmp/fbocirun.XXXXXX)
 HTTP_PID=""
 cleanup() {
