@@ -213,5 +213,22 @@ else
     fail "report" "$(cat "$T/report.json" 2>&1 | head -c 300)"
 fi
 nothing_left "the allowlist run"
+
+# ---- a runtime named for its profile (one RuntimeClass per profile) ----
+ln -s "$FB" "$T/fluebox-oci-strict"
+bundle "$T/prof" true
+edit "$T/prof" "c['annotations']['run.fluebox.report']='$T/strict.json'"
+"$T/fluebox-oci-strict" run --bundle "$T/prof" prof >/dev/null 2>&1
+prof=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["profile"])' "$T/strict.json" 2>/dev/null)
+edit "$T/prof" "c['annotations']['run.fluebox.profile']='trusted'"
+: >"$T/log.json"
+"$T/fluebox-oci-strict" --log "$T/log.json" --log-format json run --bundle "$T/prof" prof2 >/dev/null 2>&1
+rc=$?
+if [ "$prof" = strict ] && [ "$rc" = 1 ] && [[ $(lasterr) == *"runs profile strict"* ]]; then
+    ok "fluebox-oci-strict runs strict, and an annotation cannot pick another profile"
+else
+    fail "a runtime named for its profile" "profile $prof, exit $rc: $(lasterr)"
+fi
+nothing_left "the profile runs"
 for d in /sys/fs/cgroup/*"$CG" /sys/fs/cgroup/*/*"$CG"; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
 echo "# end of suite"
