@@ -102,6 +102,19 @@ for t in go runc make tar; do
     fi
 done
 
+# The cgroup tests use fixed paths (/cgrouptest, testdir/ below the
+# runtime's own cgroup); runc leaves such parents behind. Those that did not
+# exist before are removed at the end when empty.
+fixed_cgroups() {
+    local h own
+    for h in /sys/fs/cgroup/*/ /sys/fs/cgroup/; do
+        [ -d "$h" ] || continue
+        echo "${h%/}/cgrouptest"
+        own=$(awk -F: -v h="$(basename "$h")" '$2 == h || ($2 ~ "(^|,)"h"(,|$)") {print $3}' /proc/self/cgroup | head -n 1)
+        echo "${h%/}${own%/}/testdir"
+    done
+}
+PRE_CG=$(for d in $(fixed_cgroups); do [ -d "$d" ] && echo "$d"; done)
 T=$(mktemp -d /tmp/fbocirt.XXXXXX)
 cleanup() { rm -rf "$T"; }
 trap cleanup EXIT
@@ -158,15 +171,21 @@ runall() {
     local rt=$1 t
     for t in $TESTS; do serial "$t" || run "$rt" "$t"; done
 }
-export -f run runall serial
+# runc's containers a test left behind (its state is on the private /run,
+# gone with it): delete them before leaving.
+runc_sweep() {
+    local id
+    for id in $(runc list -q 2>/dev/null); do runc delete --force "$id" >/dev/null 2>&1; done
+}
+export -f run runall serial runc_sweep
 export T SRC TESTS
-unshare --mount --propagation private bash -c 'mount -t tmpfs -o mode=0755 tmpfs /run && runall runc' &
+unshare --mount --propagation private bash -c 'mount -t tmpfs -o mode=0755 tmpfs /run && runall runc; runc_sweep' &
 p=$!
 runall fluebox
 wait $p
 for t in $TESTS; do
     serial "$t" || continue
-    unshare --mount --propagation private bash -c 'mount -t tmpfs -o mode=0755 tmpfs /run && run runc "$0"' "$t"
+    unshare --mount --propagation private bash -c 'mount -t tmpfs -o mode=0755 tmpfs /run && run runc "$0"; runc_sweep' "$t"
     run fluebox "$t"
 done
 # A test runc itself could not run (no assertion at all, under load) runs
@@ -174,7 +193,7 @@ done
 for t in $TESTS; do
     grep -q '^\(not \)\{0,1\}ok ' "$T/out/runc/$t.tap" && continue
     grep -q '^1\.\.0' "$T/out/runc/$t.tap" && continue
-    unshare --mount --propagation private bash -c 'mount -t tmpfs -o mode=0755 tmpfs /run && run runc "$0"' "$t"
+    unshare --mount --propagation private bash -c 'mount -t tmpfs -o mode=0755 tmpfs /run && run runc "$0"; runc_sweep' "$t"
 done
 
 declare -A SUM
@@ -224,4 +243,9 @@ if [ -n "$TABLE" ]; then
 fi
 left=$(ls "$T/state" 2>/dev/null)
 if [ -z "$left" ]; then ok "no container state left"; else fail "container state left" "$left"; fi
+for d in $(fixed_cgroups); do
+    [ -d "$d" ] || continue
+    grep -qxF -- "$d" <<<"$PRE_CG" && continue
+    find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+done
 end
