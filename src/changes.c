@@ -813,13 +813,13 @@ static void json_content(struct fb_cow *c, const struct fb_change *x, const char
     if (binary || x->status == FB_CHG_RENAMED || (x->status == FB_CHG_MODIFIED && !x->content))
         goto out;
     size_t added = 0, removed = 0;
-    udiff_count(ob.p ? ob.p : "", ob.len, nb.p ? nb.p : "", nb.len, &added, &removed);
+    struct fb_text d = {0};
+    udiff_diff(ob.p ? ob.p : "", ob.len, nb.p ? nb.p : "", nb.len, 3, o->diffs ? &d : NULL, &added,
+               &removed);
     json_object_set_new(e, "lines_added", json_integer((json_int_t)added));
     json_object_set_new(e, "lines_removed", json_integer((json_int_t)removed));
     if (!o->diffs)
         goto out;
-    struct fb_text d = {0};
-    udiff_hunks(ob.p ? ob.p : "", ob.len, nb.p ? nb.p : "", nb.len, 3, &d);
     size_t cap = o->max_diff ? o->max_diff : 1 << 20;
     if (d.len > cap)
         json_object_set_new(e, "diff_omitted", json_string("too large"));

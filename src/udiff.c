@@ -1,13 +1,19 @@
 /* udiff.c — line diffs and git patch encodings (see udiff.h).
  *
  * The diff is Myers' "An O(ND) Difference Algorithm and Its Variations"
- * (1986), the linear-space version: find the middle snake of the shortest
- * edit script by running the greedy search from both ends at once, then
- * recurse on the two halves. Lines are compared by a 64-bit hash first and
- * by their bytes when the hashes agree. Very large inputs skip the search
- * and become one replace-everything hunk, which is still a correct patch. */
+ * (1986), the linear-space version: find a point on a shortest edit script
+ * by running the greedy search from both ends at once, then recurse on the
+ * two halves. Before the search, the common first and last lines are taken
+ * off and every line is numbered by its content (a hash table, bytes
+ * compared on equal hashes); lines that only one side has are edits in any
+ * case and never enter the search, so a file rewritten from scratch costs
+ * linear time. The search itself is O((N+M)D) for D edits, which is
+ * quadratic for large, very different inputs: it has a budget of work, and
+ * what it has not solved when the budget runs out is replaced whole (still
+ * a correct diff, only not the shortest). */
 #include "udiff.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -129,84 +135,148 @@ static struct line *split_lines(const char *d, size_t n, size_t *count)
     return v;
 }
 
-struct dctx {
-    const struct line *a, *b;
-    bool *da, *db;  /* line deleted from a / inserted in b */
-    long *vf, *vb;  /* diagonals, indexed from -(N+M) */
-    size_t voff;
-};
-
 static bool line_eq(const struct line *x, const struct line *y)
 {
     return x->h == y->h && x->len == y->len && memcmp(x->s, y->s, x->len) == 0;
 }
 
-/* The middle snake of a[a0..a1) against b[b0..b1): on return (*xs,*ys) to
- * (*xe,*ye) are offsets of a diagonal run (possibly empty) that some
- * shortest edit script passes through, splitting it in two halves. */
-static void middle_snake(struct dctx *c, long a0, long a1, long b0, long b1, long *xs, long *ys,
-                         long *xe, long *ye)
+/* ---- the search ---- */
+
+/* The search works on the lines as class numbers (equal lines, equal
+ * numbers). It may spend DIFF_UNITS_PER_LINE work units (a diagonal
+ * visited, a line pair compared) per line it is given, at least
+ * DIFF_UNITS_MIN; what is still unsolved when they run out is replaced
+ * whole, which is a correct if larger diff. So a diff's time is linear in
+ * its input (a unit is a few ns), and any script of up to about a thousand
+ * edits, or of a few percent of the lines of a large file, is still found
+ * exactly. */
+#define DIFF_UNITS_PER_LINE 512L
+#define DIFF_UNITS_MIN (1L << 20)
+/* More lines than this (both sides, after the common start and end) are not
+ * searched at all. */
+#define MAX_DIFF_LINES 4000000
+
+struct dctx {
+    const uint32_t *a, *b;
+    bool *da, *db;  /* a[i] deleted / b[j] inserted */
+    long *kf, *kb;  /* furthest x per diagonal (x - y), forward and backward,
+                       indexed from -(M + 1) */
+    long budget;
+};
+
+/* Find a point (*sx, *sy) that some shortest edit script of a[a0..a1)
+ * against b[b0..b1) passes through, by Myers' greedy search run from both
+ * ends at once until the two meet. The diagonals searched are kept inside
+ * the rectangle (the one beyond each end is a sentinel). The inputs differ
+ * in their first and last lines, so the script has at least two edits and
+ * the point splits it into two strictly shorter ones. Returns false when
+ * the budget ran out first. */
+static bool split(struct dctx *c, long a0, long a1, long b0, long b1, long *sx, long *sy)
 {
-    long N = a1 - a0, M = b1 - b0, delta = N - M;
-    long *vf = c->vf + c->voff, *vb = c->vb + c->voff;
-    long dmax = (N + M + 1) / 2;
-    vf[1] = 0;
-    vb[1] = 0;
-    for (long d = 0; d <= dmax; d++) {
-        for (long k = -d; k <= d; k += 2) {
-            long x = (k == -d || (k != d && vf[k - 1] < vf[k + 1])) ? vf[k + 1] : vf[k - 1] + 1;
-            long y = x - k, sx = x, sy = y;
-            while (x < N && y < M && line_eq(&c->a[a0 + x], &c->b[b0 + y]))
+    long *kf = c->kf, *kb = c->kb;
+    long dmin = a0 - b1, dmax = a1 - b0;
+    long fmid = a0 - b0, bmid = a1 - b1;
+    bool odd = (fmid - bmid) & 1;
+    long fmin = fmid, fmax = fmid, bmin = bmid, bmax = bmid;
+    kf[fmid] = a0;
+    kb[bmid] = a1;
+    while (c->budget >= 0) {
+        /* One more edit forward: the range of diagonals grows by one at
+         * each end, or shrinks where it reached the rectangle's corner. */
+        if (fmin > dmin)
+            kf[--fmin - 1] = -1;
+        else
+            fmin++;
+        if (fmax < dmax)
+            kf[++fmax + 1] = -1;
+        else
+            fmax--;
+        for (long k = fmax; k >= fmin; k -= 2) {
+            long x = kf[k - 1] >= kf[k + 1] ? kf[k - 1] + 1 : kf[k + 1];
+            long y = x - k, x0 = x;
+            while (x < a1 && y < b1 && c->a[x] == c->b[y])
                 x++, y++;
-            vf[k] = x;
-            long cb = delta - k;
-            if ((delta & 1) && cb >= -(d - 1) && cb <= d - 1 && vf[k] + vb[cb] >= N) {
-                *xs = sx, *ys = sy, *xe = x, *ye = y;
-                return;
+            c->budget -= 1 + (x - x0);
+            kf[k] = x;
+            if (odd && k >= bmin && k <= bmax && kb[k] <= x) {
+                *sx = x, *sy = y;
+                return true;
             }
         }
-        for (long k = -d; k <= d; k += 2) {
-            long x = (k == -d || (k != d && vb[k - 1] < vb[k + 1])) ? vb[k + 1] : vb[k - 1] + 1;
-            long y = x - k, sx = x, sy = y;
-            while (x < N && y < M && line_eq(&c->a[a0 + N - x - 1], &c->b[b0 + M - y - 1]))
-                x++, y++;
-            vb[k] = x;
-            long kf = delta - k;
-            if (!(delta & 1) && kf >= -d && kf <= d && vf[kf] + vb[k] >= N) {
-                *xs = N - x, *ys = M - y, *xe = N - sx, *ye = M - sy;
-                return;
+        /* One more edit backward, from the end. */
+        if (bmin > dmin)
+            kb[--bmin - 1] = LONG_MAX;
+        else
+            bmin++;
+        if (bmax < dmax)
+            kb[++bmax + 1] = LONG_MAX;
+        else
+            bmax--;
+        for (long k = bmax; k >= bmin; k -= 2) {
+            long x = kb[k - 1] < kb[k + 1] ? kb[k - 1] : kb[k + 1] - 1;
+            long y = x - k, x0 = x;
+            while (x > a0 && y > b0 && c->a[x - 1] == c->b[y - 1])
+                x--, y--;
+            c->budget -= 1 + (x0 - x);
+            kb[k] = x;
+            if (!odd && k >= fmin && k <= fmax && x <= kf[k]) {
+                *sx = x, *sy = y;
+                return true;
             }
         }
     }
-    /* Unreachable: a path of length N + M always exists. */
-    *xs = *xe = N;
-    *ys = *ye = M;
+    return false;
 }
 
 static void diff_rec(struct dctx *c, long a0, long a1, long b0, long b1)
 {
-    while (a0 < a1 && b0 < b1 && line_eq(&c->a[a0], &c->b[b0]))
-        a0++, b0++;
-    while (a0 < a1 && b0 < b1 && line_eq(&c->a[a1 - 1], &c->b[b1 - 1]))
-        a1--, b1--;
-    if (a0 == a1) {
-        for (long j = b0; j < b1; j++)
-            c->db[j] = true;
-        return;
+    for (;;) {
+        while (a0 < a1 && b0 < b1 && c->a[a0] == c->b[b0])
+            a0++, b0++;
+        while (a0 < a1 && b0 < b1 && c->a[a1 - 1] == c->b[b1 - 1])
+            a1--, b1--;
+        long x, y;
+        if (a0 == a1 || b0 == b1 || !split(c, a0, a1, b0, b1, &x, &y)) {
+            /* One side is used up, or the budget is: the rest is replaced. */
+            for (long i = a0; i < a1; i++)
+                c->da[i] = true;
+            for (long j = b0; j < b1; j++)
+                c->db[j] = true;
+            return;
+        }
+        /* Recurse on the first half, loop on the second: the depth stays
+         * logarithmic in the number of edits. */
+        diff_rec(c, a0, x, b0, y);
+        a0 = x, b0 = y;
     }
-    if (b0 == b1) {
-        for (long i = a0; i < a1; i++)
-            c->da[i] = true;
-        return;
-    }
-    long xs, ys, xe, ye;
-    middle_snake(c, a0, a1, b0, b1, &xs, &ys, &xe, &ye);
-    diff_rec(c, a0, a0 + xs, b0, b0 + ys);
-    diff_rec(c, a0 + xe, a1, b0 + ye, b1);
 }
 
-/* Inputs this large (in lines) are diffed as "replace everything". */
-#define MAX_DIFF_LINES 400000
+/* Lines to classes: an open-addressing table of the distinct lines (slot:
+ * class + 1), and per class whether each side has it. */
+struct classes {
+    const struct line **rep; /* a line of each class */
+    uint8_t *sides;          /* bit 1: in a, bit 2: in b */
+    uint32_t *slot;
+    size_t cap, n;
+};
+
+static uint32_t class_of(struct classes *t, const struct line *l, uint8_t side)
+{
+    size_t k = (size_t)(l->h ^ (l->h >> 29)) & (t->cap - 1);
+    for (;; k = (k + 1) & (t->cap - 1)) {
+        uint32_t s = t->slot[k];
+        if (!s) {
+            t->rep[t->n] = l;
+            t->sides[t->n] = side;
+            t->slot[k] = (uint32_t)++t->n;
+            return (uint32_t)(t->n - 1);
+        }
+        if (line_eq(t->rep[s - 1], l)) {
+            t->sides[s - 1] |= side;
+            return s - 1;
+        }
+    }
+}
 
 struct diff {
     struct line *a, *b;
@@ -214,25 +284,85 @@ struct diff {
     bool *da, *db;
 };
 
+/* Search a[p..p+ma) against b[p..p+mb): lines that the other side does not
+ * have at all are edits in every script, so they are marked at once and
+ * left out of the search (which keeps it exact: they are in no common
+ * subsequence); the rest is searched as class numbers. */
+static void diff_middle(struct diff *d, size_t p, size_t ma, size_t mb)
+{
+    struct classes t = {0};
+    t.cap = 64;
+    while (t.cap < 2 * (ma + mb))
+        t.cap *= 2;
+    t.slot = fb_xcalloc(t.cap, sizeof *t.slot);
+    t.rep = fb_xmalloc((ma + mb) * sizeof *t.rep);
+    t.sides = fb_xmalloc(ma + mb);
+    uint32_t *ca = fb_xmalloc((ma + 1) * sizeof *ca), *cb = fb_xmalloc((mb + 1) * sizeof *cb);
+    for (size_t i = 0; i < ma; i++)
+        ca[i] = class_of(&t, &d->a[p + i], 1);
+    for (size_t j = 0; j < mb; j++)
+        cb[j] = class_of(&t, &d->b[p + j], 2);
+    /* Keep the lines both sides have, remembering where they came from. */
+    size_t *ia = fb_xmalloc((ma + 1) * sizeof *ia), *ib = fb_xmalloc((mb + 1) * sizeof *ib);
+    size_t ra = 0, rb = 0;
+    for (size_t i = 0; i < ma; i++) {
+        if (t.sides[ca[i]] == 3)
+            ca[ra] = ca[i], ia[ra++] = p + i;
+        else
+            d->da[p + i] = true;
+    }
+    for (size_t j = 0; j < mb; j++) {
+        if (t.sides[cb[j]] == 3)
+            cb[rb] = cb[j], ib[rb++] = p + j;
+        else
+            d->db[p + j] = true;
+    }
+    free(t.slot);
+    free(t.rep);
+    free(t.sides);
+    long budget = DIFF_UNITS_PER_LINE * (long)(ma + mb);
+    struct dctx c = {.a = ca, .b = cb, .budget = budget > DIFF_UNITS_MIN ? budget : DIFF_UNITS_MIN};
+    c.da = fb_xcalloc(ra + 1, sizeof *c.da);
+    c.db = fb_xcalloc(rb + 1, sizeof *c.db);
+    size_t span = ra + rb + 3;
+    c.kf = fb_xmalloc(span * sizeof *c.kf);
+    c.kb = fb_xmalloc(span * sizeof *c.kb);
+    c.kf += rb + 1;
+    c.kb += rb + 1;
+    diff_rec(&c, 0, (long)ra, 0, (long)rb);
+    for (size_t i = 0; i < ra; i++)
+        d->da[ia[i]] = c.da[i];
+    for (size_t j = 0; j < rb; j++)
+        d->db[ib[j]] = c.db[j];
+    free(c.kf - (rb + 1));
+    free(c.kb - (rb + 1));
+    free(c.da);
+    free(c.db);
+    free(ca);
+    free(cb);
+    free(ia);
+    free(ib);
+}
+
 static void diff_run(struct diff *d, const char *old, size_t olen, const char *new_, size_t nlen)
 {
     d->a = split_lines(old, olen, &d->na);
     d->b = split_lines(new_, nlen, &d->nb);
     d->da = fb_xcalloc(d->na + 1, 1);
     d->db = fb_xcalloc(d->nb + 1, 1);
-    if (d->na + d->nb > MAX_DIFF_LINES) {
-        memset(d->da, 1, d->na);
-        memset(d->db, 1, d->nb);
+    /* The common start and end are no edits. */
+    size_t p = 0, s = 0;
+    while (p < d->na && p < d->nb && line_eq(&d->a[p], &d->b[p]))
+        p++;
+    while (s < d->na - p && s < d->nb - p && line_eq(&d->a[d->na - 1 - s], &d->b[d->nb - 1 - s]))
+        s++;
+    size_t ma = d->na - p - s, mb = d->nb - p - s;
+    if (ma == 0 || mb == 0 || ma + mb > MAX_DIFF_LINES) {
+        memset(d->da + p, 1, ma);
+        memset(d->db + p, 1, mb);
         return;
     }
-    struct dctx c = {.a = d->a, .b = d->b, .da = d->da, .db = d->db};
-    size_t span = d->na + d->nb + 2;
-    c.voff = span;
-    c.vf = fb_xcalloc(2 * span + 1, sizeof(long));
-    c.vb = fb_xcalloc(2 * span + 1, sizeof(long));
-    diff_rec(&c, 0, (long)d->na, 0, (long)d->nb);
-    free(c.vf);
-    free(c.vb);
+    diff_middle(d, p, ma, mb);
 }
 
 static void diff_free(struct diff *d)
@@ -241,19 +371,6 @@ static void diff_free(struct diff *d)
     free(d->b);
     free(d->da);
     free(d->db);
-}
-
-void udiff_count(const char *old, size_t olen, const char *new_, size_t nlen, size_t *added,
-                 size_t *removed)
-{
-    struct diff d;
-    diff_run(&d, old, olen, new_, nlen);
-    *added = *removed = 0;
-    for (size_t i = 0; i < d.na; i++)
-        *removed += d.da[i];
-    for (size_t j = 0; j < d.nb; j++)
-        *added += d.db[j];
-    diff_free(&d);
 }
 
 static void emit_line(struct fb_text *out, char tag, const struct line *l)
@@ -275,11 +392,9 @@ static void range(struct fb_text *out, size_t start, size_t count)
         text_printf(out, "%zu,%zu", start + 1, count);
 }
 
-size_t udiff_hunks(const char *old, size_t olen, const char *new_, size_t nlen, int context,
-                   struct fb_text *out)
+static size_t emit_hunks(const struct diff *dp, int context, struct fb_text *out)
 {
-    struct diff d;
-    diff_run(&d, old, olen, new_, nlen);
+    const struct diff d = *dp;
     size_t nh = 0;
     size_t i = 0, j = 0;
     size_t ctx = context < 0 ? 0 : (size_t)context;
@@ -340,8 +455,39 @@ size_t udiff_hunks(const char *old, size_t olen, const char *new_, size_t nlen, 
         i = ei;
         j = ej;
     }
+    return nh;
+}
+
+size_t udiff_diff(const char *old, size_t olen, const char *new_, size_t nlen, int context,
+                  struct fb_text *out, size_t *added, size_t *removed)
+{
+    struct diff d;
+    diff_run(&d, old, olen, new_, nlen);
+    size_t nh = out ? emit_hunks(&d, context, out) : 0;
+    if (added) {
+        *added = 0;
+        for (size_t j = 0; j < d.nb; j++)
+            *added += d.db[j];
+    }
+    if (removed) {
+        *removed = 0;
+        for (size_t i = 0; i < d.na; i++)
+            *removed += d.da[i];
+    }
     diff_free(&d);
     return nh;
+}
+
+size_t udiff_hunks(const char *old, size_t olen, const char *new_, size_t nlen, int context,
+                   struct fb_text *out)
+{
+    return udiff_diff(old, olen, new_, nlen, context, out, NULL, NULL);
+}
+
+void udiff_count(const char *old, size_t olen, const char *new_, size_t nlen, size_t *added,
+                 size_t *removed)
+{
+    udiff_diff(old, olen, new_, nlen, 0, NULL, added, removed);
 }
 
 /* ---- SHA-1 (FIPS 180-4), for git blob ids ---- */

@@ -1,5 +1,5 @@
 /* udiff.h — the text machinery behind workspace changes: a line diff
- * (Myers' O(ND) algorithm in linear space) rendered as unified-diff hunks,
+ * (Myers' O(ND) algorithm in linear space, with a bounded cost) rendered as unified-diff hunks,
  * and the pieces of git's patch format that a `git apply` of binary files
  * needs (blob SHA-1, base85, a zlib stream). Pure functions over buffers;
  * nothing here touches the filesystem. */
@@ -21,6 +21,14 @@ void text_free(struct fb_text *b);
 /* Does this content look binary (a NUL byte in the first 8000 bytes, as git
  * decides)? */
 bool udiff_is_binary(const char *data, size_t len);
+
+/* The diff of old and new, once: its hunks appended to out (as
+ * udiff_hunks, out may be NULL) and the number of lines added and removed
+ * (either may be NULL). Returns the number of hunks. The time is bounded:
+ * about linear in the input plus a fixed budget of search work, beyond
+ * which the part not yet solved is replaced whole. */
+size_t udiff_diff(const char *old, size_t olen, const char *new_, size_t nlen, int context,
+                  struct fb_text *out, size_t *added, size_t *removed);
 
 /* Append the unified-diff hunks ("@@ -a,b +c,d @@" and their lines, with
  * `context` lines of context and "\ No newline at end of file" markers)

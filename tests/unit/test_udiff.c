@@ -5,6 +5,7 @@
 #include "udiff.h"
 #include "unit.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static bool hunks_are(const char *a, const char *b, const char *want)
@@ -22,9 +23,11 @@ static bool hunks_are(const char *a, const char *b, const char *want)
  * the hunks do not fit. Independent of udiff.c on purpose. */
 static char *apply(const char *old, const char *hunks)
 {
-    const char *lines[4096];
-    size_t nl = 0;
-    for (const char *p = old; *p && nl < 4096;) {
+    size_t nl = 0, cap = 64;
+    const char **lines = malloc(cap * sizeof *lines);
+    for (const char *p = old; *p;) {
+        if (nl == cap)
+            lines = realloc(lines, (cap *= 2) * sizeof *lines);
         lines[nl++] = p;
         const char *e = strchr(p, '\n');
         p = e ? e + 1 : p + strlen(p);
@@ -52,12 +55,14 @@ static char *apply(const char *old, const char *hunks)
         } else if (h[0] == ' ' || h[0] == '-') {
             if (cur >= nl) {
                 text_free(&out);
+                free(lines);
                 return NULL;
             }
             const char *le = strchr(lines[cur], '\n');
             size_t ll = le ? (size_t)(le - lines[cur]) : strlen(lines[cur]);
             if (ll != len - 1 || memcmp(lines[cur], h + 1, ll)) {
                 text_free(&out);
+                free(lines);
                 return NULL;
             }
             if (h[0] == ' ')
@@ -80,6 +85,7 @@ static char *apply(const char *old, const char *hunks)
         text_add(&out, lines[cur], le ? (size_t)(le - lines[cur]) + 1 : strlen(lines[cur]));
         cur++;
     }
+    free(lines);
     return out.p;
 }
 
@@ -132,6 +138,125 @@ static void random_edits(void)
     CHECK(!bad, "udiff: %d random edits: the hunks turn old into new", runs);
 }
 
+/* The length of a longest common subsequence of the lines, by the
+ * textbook quadratic table: a shortest script has na + nb - 2 * LCS edits. */
+static size_t lcs(const char *const *a, size_t na, const char *const *b, size_t nb)
+{
+    size_t *row = calloc(nb + 1, sizeof *row), *prev = calloc(nb + 1, sizeof *prev);
+    for (size_t i = 1; i <= na; i++) {
+        for (size_t j = 1; j <= nb; j++) {
+            size_t best = prev[j] > row[j - 1] ? prev[j] : row[j - 1];
+            row[j] = !strcmp(a[i - 1], b[j - 1]) ? prev[j - 1] + 1 : best;
+        }
+        size_t *t = prev;
+        prev = row;
+        row = t;
+    }
+    size_t n = prev[nb];
+    free(row);
+    free(prev);
+    return n;
+}
+
+/* Random texts over small alphabets (many equal lines, the hard case):
+ * the diff is a shortest one, and its hunks turn old into new. */
+static void random_shortest(void)
+{
+    int bad = 0, runs = 3000;
+    for (int r = 0; r < runs && !bad; r++) {
+        static const char *const words[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+        const char *ol[80], *nl[80];
+        size_t n = rnd(80), m = rnd(80), alpha = 2 + rnd(7);
+        char old[512] = "", new_[512] = "";
+        for (size_t i = 0; i < n; i++)
+            strcat(strcat(old, ol[i] = words[rnd(alpha)]), "\n");
+        for (size_t j = 0; j < m; j++)
+            strcat(strcat(new_, nl[j] = words[rnd(alpha)]), "\n");
+        size_t add = 0, rem = 0;
+        struct fb_text t = {0};
+        udiff_diff(old, strlen(old), new_, strlen(new_), 3, &t, &add, &rem);
+        size_t want = n + m - 2 * lcs(ol, n, nl, m);
+        char *got = apply(old, t.p ? t.p : "");
+        if (add + rem != want || add - rem != m - n || !got || strcmp(got, new_)) {
+            bad = 1;
+            printf("# old=%s|\n# new=%s|\n# +%zu -%zu, shortest %zu\n# hunks:\n%s", old, new_, add,
+                   rem, want, t.p ? t.p : "");
+        }
+        free(got);
+        text_free(&t);
+    }
+    CHECK(!bad, "udiff: %d random texts over small alphabets: a shortest diff, and it applies", runs);
+}
+
+/* Diff big inputs, check the hunks rebuild new from old and the counts add
+ * up; returns the counts. */
+static bool big_ok(const struct fb_text *a, const struct fb_text *b, size_t *add, size_t *rem)
+{
+    struct fb_text t = {0};
+    udiff_diff(a->p ? a->p : "", a->len, b->p ? b->p : "", b->len, 3, &t, add, rem);
+    char *got = apply(a->p ? a->p : "", t.p ? t.p : "");
+    size_t na = 0, nb = 0;
+    for (size_t i = 0; i < a->len; i++)
+        na += a->p[i] == '\n';
+    for (size_t i = 0; i < b->len; i++)
+        nb += b->p[i] == '\n';
+    bool ok = got && strlen(got) == b->len && !memcmp(got, b->p ? b->p : "", b->len) &&
+              *add >= nb - (na < nb ? na : nb) && *add - *rem == nb - na;
+    free(got);
+    text_free(&t);
+    return ok;
+}
+
+/* Inputs of the sizes that used to take minutes (a file rewritten, a huge
+ * generated file): only correctness is checked here, the time is in
+ * `make bench`. */
+static void big_inputs(void)
+{
+    struct fb_text a = {0}, b = {0};
+    size_t add, rem;
+    text_puts(&a, "one line\n");
+    for (size_t i = 0; i < 50000; i++)
+        text_printf(&b, "rewritten line %zu\n", i);
+    CHECK(big_ok(&a, &b, &add, &rem) && add == 50000 && rem == 1,
+          "udiff: one line rewritten as 50,000 (+%zu -%zu)", add, rem);
+    text_free(&a);
+    text_free(&b);
+
+    for (size_t i = 0; i < 200000; i++) {
+        text_printf(&a, "line %zu\n", i);
+        if (i % 3 == 0)
+            text_printf(&b, "changed %zu\n", i);
+        else
+            text_printf(&b, "line %zu\n", i);
+        if (i % 1000 == 7)
+            text_puts(&b, "inserted\n");
+    }
+    CHECK(big_ok(&a, &b, &add, &rem) && rem == 66667 && add == 66667 + 200,
+          "udiff: 200,000 lines, every third changed (+%zu -%zu)", add, rem);
+    text_free(&a);
+    text_free(&b);
+
+    /* Few distinct lines in a different order: far too many edits to search
+     * exhaustively, so the budget runs out; the diff must still apply. */
+    for (size_t i = 0; i < 30000; i++) {
+        text_printf(&a, "%zu\n", i % 7);
+        text_printf(&b, "%zu\n", (i * 3 + i / 5) % 7);
+    }
+    CHECK(big_ok(&a, &b, &add, &rem), "udiff: 30,000 shuffled lines of 7 kinds (+%zu -%zu)", add, rem);
+    text_free(&a);
+    text_free(&b);
+
+    /* A large file with a few scattered edits is still diffed exactly. */
+    for (size_t i = 0; i < 100000; i++) {
+        text_printf(&a, "%zu\n", i % 100);
+        text_printf(&b, "%zu\n", i % 4999 == 17 ? 1000 + i : i % 100);
+    }
+    CHECK(big_ok(&a, &b, &add, &rem) && add == 21 && rem == 21,
+          "udiff: 100,000 repetitive lines with 21 edits: exactly those (+%zu -%zu)", add, rem);
+    text_free(&a);
+    text_free(&b);
+}
+
 void unit_udiff(void)
 {
     CHECK(hunks_are("a\nb\nc\n", "a\nb\nc\n", ""), "udiff: equal texts give no hunk");
@@ -153,6 +278,8 @@ void unit_udiff(void)
     udiff_count("a\nb\nc\n", 6, "a\nc\nd\ne\n", 8, &add, &rem);
     CHECK(add == 2 && rem == 1, "udiff: line counts (+%zu -%zu)", add, rem);
     random_edits();
+    random_shortest();
+    big_inputs();
 
     char id[41];
     udiff_blob_id("hello\n", 6, id);
