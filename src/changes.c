@@ -76,10 +76,39 @@ static ssize_t xattr_at(int dirfd, const char *name, const char *key, char *val,
     return lgetxattr(p, key, val, cap);
 }
 
-static bool has_xattr(int dirfd, const char *name, const char *key)
+/* The overlay markers an upper entry carries, from one llistxattr(). */
+enum { XF_OPAQUE = 1, XF_WHITEOUT = 2, XF_ORIGIN = 4, XF_REDIRECT = 8, XF_METACOPY = 16 };
+
+static unsigned markers(int dirfd, const char *name)
 {
-    char v[8];
-    return xattr_at(dirfd, name, key, v, sizeof v) >= 0 || errno == ERANGE;
+    char p[64 + 256];
+    snprintf(p, sizeof p, "/proc/self/fd/%d/%s", dirfd, name);
+    char small[512], *buf = small;
+    ssize_t n = llistxattr(p, buf, sizeof small);
+    while (n < 0 && errno == ERANGE) {
+        if (buf != small)
+            free(buf);
+        buf = NULL;
+        ssize_t want = llistxattr(p, NULL, 0);
+        if (want < 0)
+            break;
+        buf = fb_xmalloc((size_t)want + 1);
+        n = llistxattr(p, buf, (size_t)want + 1);
+    }
+    unsigned f = 0;
+    static const struct {
+        const char *key;
+        unsigned flag;
+    } known[] = {{XA_OPAQUE, XF_OPAQUE},     {XA_WHITEOUT, XF_WHITEOUT},
+                 {XA_ORIGIN, XF_ORIGIN},     {XA_REDIRECT, XF_REDIRECT},
+                 {XA_METACOPY, XF_METACOPY}};
+    for (ssize_t i = 0; buf && i < n; i += (ssize_t)strnlen(buf + i, (size_t)(n - i)) + 1)
+        for (size_t k = 0; k < FB_ARRAY_LEN(known); k++)
+            if (!strncmp(buf + i, known[k].key, (size_t)(n - i)))
+                f |= known[k].flag;
+    if (buf != small)
+        free(buf);
+    return f;
 }
 
 static char kind_of(mode_t m)
@@ -254,13 +283,19 @@ static bool same_content(int a, int b)
 struct scan {
     struct fb_cow *c;
     struct fb_changes *out;
+    size_t cap;                /* of out->v */
+    size_t seen;               /* upper entries looked at */
+    const struct fb_cow_progress *prog;
     int depth;
 };
 
 static struct fb_change *add(struct scan *s, const char *path, enum fb_chg_status st, char kind)
 {
     struct fb_changes *o = s->out;
-    o->v = fb_xrealloc(o->v, (o->n + 1) * sizeof *o->v);
+    if (o->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        o->v = fb_xrealloc(o->v, s->cap * sizeof *o->v);
+    }
     struct fb_change *x = &o->v[o->n++];
     memset(x, 0, sizeof *x);
     x->path = fb_xstrdup(path);
@@ -353,18 +388,18 @@ static int host_deleted(struct scan *s, int hdir, const char *name, const char *
     return rc;
 }
 
-static bool is_whiteout(int udir, const char *name, const struct stat *st)
+static bool is_whiteout(const struct stat *st, unsigned marks)
 {
     if (S_ISCHR(st->st_mode) && major(st->st_rdev) == 0 && minor(st->st_rdev) == 0)
         return true;
-    if (!S_ISDIR(st->st_mode) && st->st_size == 0 && has_xattr(udir, name, XA_WHITEOUT))
+    if (!S_ISDIR(st->st_mode) && st->st_size == 0 && (marks & XF_WHITEOUT))
         return true;
     return false;
 }
 
 /* Compare an upper file or symlink with the host entry of the same kind. */
 static void compare_same(struct scan *s, int udir, int hdir, const char *name, const char *path,
-                         const struct stat *ust, const struct stat *hst)
+                         const struct stat *ust, const struct stat *hst, bool copied)
 {
     char k = kind_of(ust->st_mode);
     bool content = false, mode = false;
@@ -394,7 +429,7 @@ static void compare_same(struct scan *s, int udir, int hdir, const char *name, c
     x->old_mode = hst->st_mode & 07777;
     x->size = ust->st_size;
     x->old_size = hst->st_size;
-    x->copied_up = has_xattr(udir, name, XA_ORIGIN);
+    x->copied_up = copied;
 }
 
 static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque,
@@ -403,6 +438,8 @@ static int scan_dir(struct scan *s, const char *path, bool host_dir, bool opaque
 static int scan_entry(struct scan *s, int udir, int hdir, const char *name, const char *path,
                       struct fb_err *err)
 {
+    if (!cow_step(s->prog, "scan", s->seen++, 0))
+        return fb_errf(err, FB_ERR_CANCELLED, "copy-on-write: cancelled");
     struct stat ust, hst;
     if (fstatat(udir, name, &ust, AT_SYMLINK_NOFOLLOW) < 0)
         return 0; /* gone meanwhile (a live session) */
@@ -414,7 +451,8 @@ static int scan_entry(struct scan *s, int udir, int hdir, const char *name, cons
             have_host = false;
     }
 
-    if (is_whiteout(udir, name, &ust))
+    unsigned marks = markers(udir, name);
+    if (is_whiteout(&ust, marks))
         return have_host ? host_deleted(s, hdir, name, path, &hst, err) : 0;
 
     char k = kind_of(ust.st_mode);
@@ -423,15 +461,16 @@ static int scan_entry(struct scan *s, int udir, int hdir, const char *name, cons
                                                                                   : "a device");
         return 0;
     }
-    if (has_xattr(udir, name, XA_REDIRECT) || has_xattr(udir, name, XA_METACOPY))
+    if (marks & (XF_REDIRECT | XF_METACOPY))
         return fb_errf(err, FB_EXIT_SETUP,
                        "copy-on-write: %s: overlay redirects and metacopy are not supported",
                        path);
-    bool copied = has_xattr(udir, name, XA_ORIGIN);
+    bool copied = marks & XF_ORIGIN;
 
     if (k == FB_K_DIR) {
         char v[8] = {0};
-        bool opq = xattr_at(udir, name, XA_OPAQUE, v, sizeof v) > 0 && v[0] == 'y';
+        bool opq = (marks & XF_OPAQUE) && xattr_at(udir, name, XA_OPAQUE, v, sizeof v) > 0 &&
+                   v[0] == 'y';
         if (have_host && S_ISDIR(hst.st_mode)) {
             if ((ust.st_mode & 07777) != (hst.st_mode & 07777)) {
                 struct fb_change *x = add(s, path, FB_CHG_MODIFIED, FB_K_DIR);
@@ -450,7 +489,7 @@ static int scan_entry(struct scan *s, int udir, int hdir, const char *name, cons
     }
 
     if (have_host && kind_of(hst.st_mode) == k) {
-        compare_same(s, udir, hdir, name, path, &ust, &hst);
+        compare_same(s, udir, hdir, name, path, &ust, &hst, copied);
         return 0;
     }
     if (have_host && host_deleted(s, hdir, name, path, &hst, err) < 0)
@@ -681,12 +720,13 @@ out:
     free(add);
 }
 
-int changes_scan(struct fb_cow *c, struct fb_changes *out, struct fb_err *err)
+int changes_scan(struct fb_cow *c, struct fb_changes *out, const struct fb_cow_progress *prog,
+                 struct fb_err *err)
 {
     memset(out, 0, sizeof *out);
     if (c->upper < 0)
         return fb_errf(err, FB_EXIT_SETUP, "copy-on-write: no upper layer");
-    struct scan s = {.c = c, .out = out};
+    struct scan s = {.c = c, .out = out, .prog = prog};
     if (scan_dir(&s, "", true, false, err) < 0) {
         changes_free(out);
         return -1;
@@ -842,6 +882,11 @@ json_t *changes_json(struct fb_cow *c, const struct fb_changes *ch, const struct
         const struct fb_change *x = &ch->v[i];
         if (!changes_selected(x, o->sel, o->nsel))
             continue;
+        if (!cow_step(o->progress, "diff", i, ch->n)) {
+            json_decref(arr);
+            json_decref(root);
+            return NULL;
+        }
         json_t *e = json_object();
         bool lossy = false;
         json_object_set_new(e, "path", jstr(x->path, strlen(x->path), &lossy));
@@ -981,6 +1026,8 @@ int changes_patch(struct fb_cow *c, const struct fb_changes *ch, const struct fb
         const struct fb_change *x = &ch->v[i];
         if (x->kind == FB_K_DIR || x->kind == FB_K_OTHER || !changes_selected(x, o->sel, o->nsel))
             continue;
+        if (!cow_step(o->progress, "diff", i, ch->n))
+            return fb_errf(err, FB_ERR_CANCELLED, "copy-on-write: cancelled");
         struct fb_text nb = {0}, ob = {0};
         const char *oldp = x->from ? x->from : x->path;
         bool need_new = x->status == FB_CHG_ADDED || (x->status == FB_CHG_MODIFIED && x->content);

@@ -46,8 +46,10 @@ struct fb_changes {
     bool upper_full;           /* the upper layer ran out of space */
 };
 
-/* Scan the upper layer of c against the host workspace. */
-int changes_scan(struct fb_cow *c, struct fb_changes *out, struct fb_err *err);
+/* Scan the upper layer of c against the host workspace (prog: see
+ * struct fb_cow_progress, NULL for none). */
+int changes_scan(struct fb_cow *c, struct fb_changes *out, const struct fb_cow_progress *prog,
+                 struct fb_err *err);
 void changes_free(struct fb_changes *ch);
 
 /* Does path fall under one of sel (a selected path selects itself and all
@@ -60,9 +62,11 @@ struct fb_changes_opts {
     size_t max_diff;           /* per-file cap on the diff text, bytes (0 = 1 MiB) */
     char *const *sel;          /* only these paths (see changes_selected) */
     size_t nsel;
+    const struct fb_cow_progress *progress; /* NULL: none */
 };
 
-/* The changes as a JSON object: {"changes": [...], "counts": {...}, ...}. */
+/* The changes as a JSON object: {"changes": [...], "counts": {...}, ...};
+ * NULL when cancelled through o->progress. */
 json_t *changes_json(struct fb_cow *c, const struct fb_changes *ch,
                      const struct fb_changes_opts *o);
 
@@ -105,7 +109,8 @@ struct fb_commit {
  * inode renamed over the old one). Returns 0 when everything selected was
  * applied, -1 otherwise (conflicts listed in res, or err set). */
 int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel, size_t nsel,
-                 bool force, struct fb_commit *res, struct fb_err *err);
+                 bool force, const struct fb_cow_progress *prog, struct fb_commit *res,
+                 struct fb_err *err);
 void commit_free(struct fb_commit *res);
 json_t *commit_json(const struct fb_commit *res);
 

@@ -23,7 +23,15 @@
  *   - all changes are checked before any is applied: a host entry changed
  *     since the session started (its ctime is at or after the start, or it
  *     is not the inode fluebox itself wrote in an earlier commit) is a
- *     conflict, and with a conflict nothing is applied unless forced. */
+ *     conflict, and with a conflict nothing is applied unless forced;
+ *   - each entry is checked again right before its rename or unlink, so a
+ *     file the host saved during the commit is left alone and reported as a
+ *     conflict (the commit then fails, having applied everything else);
+ *   - a mode-only change is a new inode too, never a chmod of the host
+ *     inode, which may have hard links outside the workspace;
+ *   - new files are written in batches and made durable together (one
+ *     syncfs per batch rather than an fdatasync per file) before their
+ *     renames. */
 #include "changes.h"
 
 #include <fcntl.h>
@@ -248,14 +256,34 @@ static void check(struct fb_cow *c, const struct pathlist *gone, const struct fb
 
 /* ---- applying ---- */
 
+/* A file or symlink written to a new inode, waiting for its rename. */
+struct pending {
+    const struct fb_change *x;
+    int dir;        /* its host directory (a real directory fd) */
+    int out;        /* the new file (closed once renamed), or -1 for a symlink */
+    bool named;     /* the new inode has its temporary name already */
+    char tmp[64];
+};
+
+/* Files are written in batches: write each to its new inode, make them
+ * all durable at once, then rename each into place. */
+#define BATCH 64
+
 struct apply {
     struct fb_cow *c;
     struct fb_commit *r;
+    const struct fb_cow_progress *prog;
+    bool force;          /* no re-check before a rename or unlink */
+    const struct fb_change *chv; /* the changes (failed[] is indexed like them) */
+    size_t done, total;  /* progress */
+    char *failed;        /* per change: it conflicted while being applied */
     unsigned tmpseq;
     char **dirs; /* parent directories touched: fsync'ed and re-based at the end */
     size_t ndirs;
     char **set;  /* the same, as an open-addressing hash set (cap a power of 2) */
     size_t setcap;
+    struct pending batch[BATCH];
+    size_t nbatch;
 };
 
 /* As root, create and modify host files as the workspace's owner. */
@@ -294,12 +322,12 @@ static void touched(struct apply *a, const char *dir)
         free(a->set);
         a->set = set;
         a->setcap = cap;
+        a->dirs = fb_xrealloc(a->dirs, cap / 2 * sizeof *a->dirs);
     }
     size_t k = hash_str(dir) & (a->setcap - 1);
     for (; a->set[k]; k = (k + 1) & (a->setcap - 1))
         if (!strcmp(a->set[k], dir))
             return;
-    a->dirs = fb_xrealloc(a->dirs, (a->ndirs + 1) * sizeof *a->dirs);
     a->dirs[a->ndirs] = fb_xstrdup(dir);
     a->set[k] = a->dirs[a->ndirs++];
 }
@@ -308,6 +336,50 @@ static int fail(struct apply *a, const char *path, const char *what)
 {
     snprintf(a->r->error, sizeof a->r->error, "%s: %s: %s", path, what, strerror(errno));
     return -1;
+}
+
+/* The next item; false (with the error set) when the caller cancelled. */
+static bool step(struct apply *a)
+{
+    if (cow_step(a->prog, "commit", a->done++, a->total))
+        return true;
+    snprintf(a->r->error, sizeof a->r->error, "cancelled after %zu of %zu changes", a->done - 1,
+             a->total);
+    return false;
+}
+
+/* What a host path must still be, right before it is replaced or removed:
+ * what the checks before the commit saw. */
+enum expect {
+    ABSENT,         /* an addition (what stood in the way is gone by now) */
+    SAME,           /* a modification: there, unchanged since the start */
+    SAME_OR_ABSENT, /* a deletion: unchanged, or gone already */
+};
+
+/* The host may have changed the entry since the checks (an editor saving
+ * during the commit): then it is a conflict, and it is left alone. */
+static bool still_same(struct apply *a, int dir, const char *name, const char *path, char kind,
+                       enum expect want)
+{
+    if (a->force)
+        return true;
+    struct stat st;
+    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+        if (errno != ENOENT)
+            conflict(a->r, path, unreachable());
+        else if (want == SAME)
+            conflict(a->r, path, "deleted on the host during the commit");
+        return errno == ENOENT && want != SAME;
+    }
+    if (want == ABSENT) {
+        conflict(a->r, path, "created on the host during the commit");
+        return false;
+    }
+    if (kind_of(st.st_mode) != kind || changed_since(a->c, path, &st)) {
+        conflict(a->r, path, "changed on the host during the commit");
+        return false;
+    }
+    return true;
 }
 
 /* Make sure directory `path` exists on the host (creating missing ones
@@ -347,90 +419,69 @@ static void tmp_name(struct apply *a, char *buf, size_t cap)
              (unsigned long long)r);
 }
 
-/* Copy src into a new inode in dir and rename it to name. */
-static int replace_file(struct apply *a, int dir, const char *name, int src, mode_t mode)
+/* Copy src into a new inode in p->dir (unnamed when the filesystem allows,
+ * O_TMPFILE) with the given mode. */
+static int new_file(struct apply *a, struct pending *p, int src, mode_t mode)
 {
-    char tmp[64];
-    tmp_name(a, tmp, sizeof tmp);
-    /* O_TMPFILE needs a real directory fd, not O_PATH. */
-    cleanup_close int rd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (rd < 0)
-        return -1;
-    bool named = false;
-    int out = openat(rd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-    if (out < 0) {
-        out = openat(rd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-        named = true;
+    p->out = openat(p->dir, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    if (p->out < 0) {
+        p->out = openat(p->dir, p->tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+        p->named = p->out >= 0;
     }
-    if (out < 0)
+    if (p->out < 0)
         return -1;
     char buf[65536];
-    int rc = 0;
     for (;;) {
         ssize_t n = read(src, buf, sizeof buf);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 || (n > 0 && fb_write_all(out, buf, (size_t)n) < 0)) {
-            rc = -1;
-            break;
-        }
+        if (n < 0 || (n > 0 && fb_write_all(p->out, buf, (size_t)n) < 0))
+            return -1;
         if (n == 0)
             break;
     }
-    if (rc == 0 && fchmod(out, mode & 0777) < 0)
-        rc = -1;
-    if (rc == 0 && fdatasync(out) < 0)
-        rc = -1;
-    if (rc == 0 && !named) {
-        char via[64];
-        snprintf(via, sizeof via, "/proc/self/fd/%d", out);
-        if (linkat(AT_FDCWD, via, rd, tmp, AT_SYMLINK_FOLLOW) < 0)
-            rc = -1;
-    }
-    int e = errno;
-    close(out);
-    if (rc == 0 && renameat(rd, tmp, rd, name) < 0) {
-        e = errno;
-        rc = -1;
-    }
-    if (rc < 0)
-        unlinkat(rd, tmp, 0);
-    errno = e;
-    return rc;
+    return fchmod(p->out, mode & 0777);
 }
 
-static int replace_symlink(struct apply *a, int dir, const char *name, const char *target)
+/* Undo what a pending entry created, close what it holds. */
+static void pending_drop(struct apply *a, struct pending *p)
 {
-    char tmp[64];
-    tmp_name(a, tmp, sizeof tmp);
-    if (symlinkat(target, dir, tmp) < 0)
-        return -1;
-    if (renameat(dir, tmp, dir, name) < 0) {
-        int e = errno;
-        unlinkat(dir, tmp, 0);
-        errno = e;
-        return -1;
+    if (p->named) {
+        as_owner(a->c, true);
+        unlinkat(p->dir, p->tmp, 0);
+        as_owner(a->c, false);
     }
-    return 0;
+    if (p->out >= 0)
+        close(p->out);
+    if (p->dir >= 0)
+        close(p->dir);
+    p->out = p->dir = -1;
+    p->named = false;
 }
 
-static void rebase(struct apply *a, int dir, const char *name, const char *path)
-{
-    struct stat st;
-    if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        cow_base_set(a->c, path, &st);
-}
-
-/* Write the upper layer's file or symlink at x->path to the host. */
-static int write_entry(struct apply *a, const struct fb_change *x)
+/* Write the upper layer's file or symlink at x->path to a new inode next
+ * to its host path, to be renamed into place by flush(). A mode-only
+ * change is written the same way: the host inode may have hard links
+ * outside the workspace, which a chmod would change too. */
+static int prepare(struct apply *a, const struct fb_change *x)
 {
     char parent[4096];
     const char *name;
     changes_split_path(x->path, parent, sizeof parent, &name);
-    cleanup_close int dir = host_dir(a, parent);
-    if (dir < 0)
-        return fail(a, x->path, "opening its host directory");
+    struct pending *p = &a->batch[a->nbatch];
+    *p = (struct pending){.x = x, .dir = -1, .out = -1};
+    tmp_name(a, p->tmp, sizeof p->tmp);
+    {
+        cleanup_close int pd = host_dir(a, parent);
+        if (pd < 0)
+            return fail(a, x->path, "opening its host directory");
+        /* O_TMPFILE needs a real directory fd, not O_PATH. */
+        p->dir = openat(pd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (p->dir < 0)
+            return fail(a, x->path, "opening its host directory");
+    }
     touched(a, *parent ? parent : ".");
+    a->nbatch++;
     int rc;
     if (x->kind == FB_K_LINK) {
         struct fb_text t = {0};
@@ -439,10 +490,11 @@ static int write_entry(struct apply *a, const struct fb_change *x)
             return fail(a, x->path, "reading the symlink");
         }
         as_owner(a->c, true);
-        rc = replace_symlink(a, dir, name, t.p ? t.p : "");
+        rc = symlinkat(t.p ? t.p : "", p->dir, p->tmp);
         int e = errno;
         as_owner(a->c, false);
         errno = e;
+        p->named = rc == 0;
         text_free(&t);
     } else {
         /* The source is opened with fluebox's own ids (the upper layer
@@ -460,68 +512,128 @@ static int write_entry(struct apply *a, const struct fb_change *x)
         if (fl >= 0)
             fcntl(src, F_SETFL, fl & ~O_NONBLOCK);
         as_owner(a->c, true);
-        rc = replace_file(a, dir, name, src, x->mode);
+        rc = new_file(a, p, src, x->mode);
         int e = errno;
         as_owner(a->c, false);
         errno = e;
     }
-    if (rc < 0)
-        return fail(a, x->path, "writing");
-    rebase(a, dir, name, x->path);
-    return 0;
+    return rc < 0 ? fail(a, x->path, "writing") : 0;
 }
 
-static int delete_entry(struct apply *a, const char *path, char kind)
+/* Flush the batch and rename each entry into place, re-checking each host
+ * path right before. */
+static int flush(struct apply *a)
 {
+    int rc = 0;
+    /* Durable before any rename: one file alone with fdatasync, a batch
+     * with one syncfs (a flush per file costs about a millisecond each on a
+     * busy disk; a syncfs also writes other dirty data of the filesystem,
+     * which the kernel would write within seconds anyway). */
+    if (a->nbatch == 1 && a->batch[0].out >= 0 && fdatasync(a->batch[0].out) < 0)
+        rc = fail(a, a->batch[0].x->path, "writing");
+    else if (a->nbatch > 1 && syncfs(a->batch[0].dir) < 0)
+        rc = fail(a, a->batch[0].x->path, "writing");
+    for (size_t i = 0; i < a->nbatch && rc == 0; i++) {
+        struct pending *p = &a->batch[i];
+        const struct fb_change *x = p->x;
+        const char *name = strrchr(x->path, '/') ? strrchr(x->path, '/') + 1 : x->path;
+        if (!step(a)) {
+            rc = -1;
+            break;
+        }
+        if (!still_same(a, p->dir, name, x->path, x->kind,
+                        x->status == FB_CHG_MODIFIED ? SAME : ABSENT)) {
+            a->failed[x - a->chv] = 1;
+            pending_drop(a, p);
+            continue;
+        }
+        as_owner(a->c, true);
+        if (!p->named) {
+            char via[64];
+            snprintf(via, sizeof via, "/proc/self/fd/%d", p->out);
+            p->named = linkat(AT_FDCWD, via, p->dir, p->tmp, AT_SYMLINK_FOLLOW) == 0;
+        }
+        int r = p->named ? renameat(p->dir, p->tmp, p->dir, name) : -1;
+        int e = errno;
+        as_owner(a->c, false);
+        errno = e;
+        if (r < 0) {
+            rc = fail(a, x->path, "writing");
+            break;
+        }
+        p->named = false;
+        struct stat st;
+        if (fstatat(p->dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            cow_base_set(a->c, x->path, &st);
+        a->r->applied++;
+        pending_drop(a, p);
+    }
+    for (size_t i = 0; i < a->nbatch; i++)
+        pending_drop(a, &a->batch[i]);
+    a->nbatch = 0;
+    return rc;
+}
+
+/* Remove a host entry that goes away (a deletion, a rename's source),
+ * unless the host changed it since the checks. */
+static int delete_entry(struct apply *a, const struct fb_change *x, const char *path)
+{
+    if (!step(a))
+        return -1;
     char parent[4096];
     const char *name;
     changes_split_path(path, parent, sizeof parent, &name);
     cleanup_close int dir = changes_open_beneath(a->c->host, parent, O_PATH | O_DIRECTORY, 0);
     if (dir < 0)
         return errno == ENOENT ? 0 : fail(a, path, "opening its host directory");
+    if (x->kind != FB_K_DIR && !still_same(a, dir, name, path, x->kind, SAME_OR_ABSENT)) {
+        a->failed[x - a->chv] = 1;
+        return 0;
+    }
     as_owner(a->c, true);
-    int rc = unlinkat(dir, name, kind == FB_K_DIR ? AT_REMOVEDIR : 0);
+    int rc = unlinkat(dir, name, x->kind == FB_K_DIR ? AT_REMOVEDIR : 0);
     int e = errno;
     as_owner(a->c, false);
-    if (rc < 0 && e != ENOENT && !(kind == FB_K_DIR && (e == ENOTEMPTY || e == EEXIST))) {
+    if (rc < 0 && e != ENOENT && !(x->kind == FB_K_DIR && (e == ENOTEMPTY || e == EEXIST))) {
         errno = e;
         return fail(a, path, "deleting");
     }
     touched(a, *parent ? parent : ".");
+    if (x->status == FB_CHG_DELETED)
+        a->r->applied++;
     return 0;
 }
 
-static int chmod_entry(struct apply *a, const char *path, mode_t mode)
+/* A directory's mode (a directory has no hard links elsewhere, so it is
+ * changed in place). */
+static int chmod_dir(struct apply *a, const char *path, mode_t mode)
 {
-    int fd = changes_open_beneath(a->c->host, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
+    if (!step(a))
+        return -1;
+    int fd = changes_open_beneath(a->c->host, path, O_RDONLY | O_DIRECTORY, 0);
     if (fd < 0 && errno == EACCES)
-        fd = changes_open_beneath(a->c->host, path, O_PATH, 0);
+        fd = changes_open_beneath(a->c->host, path, O_PATH | O_DIRECTORY, 0);
     if (fd < 0)
         return fail(a, path, "opening");
-    struct stat st;
-    int rc = fstat(fd, &st);
-    if (rc == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
-        errno = EINVAL;
-        rc = -1;
-    }
-    if (rc == 0) {
-        char via[64];
-        snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
-        as_owner(a->c, true);
-        rc = fchmod(fd, mode & 0777);
-        if (rc < 0 && errno == EBADF) /* an O_PATH fd */
-            rc = chmod(via, mode & 0777);
-        int e = errno;
-        as_owner(a->c, false);
-        errno = e;
-    }
+    char via[64];
+    snprintf(via, sizeof via, "/proc/self/fd/%d", fd);
+    as_owner(a->c, true);
+    int rc = fchmod(fd, mode & 0777);
+    if (rc < 0 && errno == EBADF) /* an O_PATH fd */
+        rc = chmod(via, mode & 0777);
+    int e = errno;
+    as_owner(a->c, false);
+    errno = e;
     close(fd);
-    return rc < 0 ? fail(a, path, "changing the mode") : 0;
+    if (rc < 0)
+        return fail(a, path, "changing the mode");
+    a->r->applied++;
+    return 0;
 }
 
-
 int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel, size_t nsel,
-                 bool force, struct fb_commit *res, struct fb_err *err)
+                 bool force, const struct fb_cow_progress *prog, struct fb_commit *res,
+                 struct fb_err *err)
 {
     memset(res, 0, sizeof *res);
     /* The selected changes, in path order (ch is sorted). */
@@ -545,24 +657,38 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
     qsort(gone.v, gone.n, sizeof(char *), cmp_cstr);
     qsort(come.v, come.n, sizeof(char *), cmp_cstr);
 
+    struct apply a = {.c = c, .r = res, .prog = prog, .force = force, .chv = ch->v,
+                      .failed = fb_xcalloc(ch->n + 1, 1)};
+    /* Steps: one per change applied, one more per entry that goes away. */
+    a.total = gone.n;
     for (size_t i = 0; i < n; i++)
-        check(c, &gone, v[i], res);
-    struct apply a = {.c = c, .r = res};
+        a.total += v[i]->status != FB_CHG_DELETED;
     char *in_way = fb_xcalloc(n + 1, 1);
     int rc = 0;
-    if (res->nconflicts && !force) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!cow_step(prog, "check", i, n)) {
+            snprintf(res->error, sizeof res->error, "cancelled before anything was applied");
+            rc = -1;
+            break;
+        }
+        check(c, &gone, v[i], res);
+    }
+    if (rc == 0 && res->nconflicts && !force) {
         fb_errf(err, FB_EXIT_SETUP, "%zu conflict%s: nothing was committed", res->nconflicts,
                 res->nconflicts == 1 ? "" : "s");
         rc = -2;
         goto out;
     }
+    /* A forced commit applies what conflicted: only conflicts that arise
+     * while applying are reported from here on. */
+    size_t early = res->nconflicts;
 
     /* What goes away in the way of something new (the same path or one of
      * its parents: a file that becomes a directory, a directory that
      * becomes a file) goes first, with everything below it; the rest only
      * after every new file is in place, so a commit interrupted half way
      * has lost nothing. */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         const char *g = gone_path(v[i]);
         if (!g || !pl_has_at_or_below(&come, g))
             continue;
@@ -577,50 +703,51 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
     }
     /* 1. In the way: files, then directories deepest first. */
     for (size_t i = 0; i < n && rc == 0; i++)
-        if (in_way[i] && v[i]->kind != FB_K_DIR && (rc = delete_entry(&a, gone_path(v[i]), v[i]->kind)) == 0 &&
-            v[i]->status == FB_CHG_DELETED)
-            res->applied++;
+        if (in_way[i] && v[i]->kind != FB_K_DIR)
+            rc = delete_entry(&a, v[i], gone_path(v[i]));
     for (size_t i = n; i-- > 0 && rc == 0;)
-        if (in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED &&
-            (rc = delete_entry(&a, v[i]->path, FB_K_DIR)) == 0)
-            res->applied++;
-    /* 2. New and changed entries, parents first (path order). */
+        if (in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED)
+            rc = delete_entry(&a, v[i], v[i]->path);
+    /* 2. New and changed entries, parents first (path order); files in
+     * batches. */
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct fb_change *x = v[i];
         if (x->status == FB_CHG_DELETED || (x->kind == FB_K_DIR && x->status == FB_CHG_MODIFIED))
             continue; /* directory modes: step 4 */
-        if (x->kind == FB_K_DIR) {
-            int d = host_dir(&a, x->path);
-            rc = d < 0 ? fail(&a, x->path, "creating the directory") : 0;
-            if (d >= 0)
-                close(d);
-        } else if (x->status == FB_CHG_MODIFIED && !x->content) {
-            rc = chmod_entry(&a, x->path, x->mode);
-        } else {
-            rc = write_entry(&a, x);
+        if (x->kind != FB_K_DIR) {
+            rc = prepare(&a, x);
+            if (rc == 0 && a.nbatch == BATCH)
+                rc = flush(&a);
+            continue;
         }
-        if (rc == 0 && !(x->kind == FB_K_DIR))
-            res->applied++;
+        if (!step(&a)) {
+            rc = -1;
+            break;
+        }
+        int d = host_dir(&a, x->path);
+        rc = d < 0 ? fail(&a, x->path, "creating the directory") : 0;
+        if (d >= 0)
+            close(d);
     }
-    /* 3. The rest of what goes away: files (and rename sources), then
-     * directories deepest first. */
+    if (rc == 0)
+        rc = flush(&a);
+    else
+        for (size_t i = 0; i < a.nbatch; i++)
+            pending_drop(&a, &a.batch[i]);
+    /* 3. The rest of what goes away: files (and rename sources whose
+     * target is in place), then directories deepest first. */
     for (size_t i = 0; i < n && rc == 0; i++)
-        if (!in_way[i] && gone_path(v[i]) && v[i]->kind != FB_K_DIR &&
-            (rc = delete_entry(&a, gone_path(v[i]), v[i]->kind)) == 0 &&
-            v[i]->status == FB_CHG_DELETED)
-            res->applied++;
+        if (!in_way[i] && gone_path(v[i]) && v[i]->kind != FB_K_DIR && !a.failed[v[i] - ch->v])
+            rc = delete_entry(&a, v[i], gone_path(v[i]));
     for (size_t i = n; i-- > 0 && rc == 0;)
-        if (!in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED &&
-            (rc = delete_entry(&a, v[i]->path, FB_K_DIR)) == 0)
-            res->applied++;
+        if (!in_way[i] && v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_DELETED)
+            rc = delete_entry(&a, v[i], v[i]->path);
     /* 4. Directory modes last (deepest first), so a directory the sandbox
      * made read-only could still be written into above. */
     for (size_t i = n; i-- > 0 && rc == 0;) {
         const struct fb_change *x = v[i];
-        if (x->kind != FB_K_DIR || x->status == FB_CHG_DELETED)
-            continue;
-        if ((rc = chmod_entry(&a, x->path, x->mode)) == 0)
-            res->applied++;
+        if (x->kind == FB_K_DIR && x->status != FB_CHG_DELETED)
+            rc = chmod_dir(&a, x->path, x->mode);
     }
     /* Make the renames durable, and remember the directories as fluebox left
      * them (an earlier commit is not a change made on the host). */
@@ -634,6 +761,14 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
             close(d);
         }
     }
+    if (rc == 0 && res->nconflicts > early) {
+        size_t k = res->nconflicts - early;
+        snprintf(res->error, sizeof res->error,
+                 "%zu entr%s changed on the host during the commit, left as the host has %s; "
+                 "everything else was committed",
+                 k, k == 1 ? "y" : "ies", k == 1 ? "it" : "them");
+        rc = -1;
+    }
     if (rc < 0)
         fb_errf(err, FB_EXIT_SETUP, "commit: %s", res->error);
 out:
@@ -641,6 +776,7 @@ out:
         free(a.dirs[i]);
     free(a.dirs);
     free(a.set);
+    free(a.failed);
     free(in_way);
     free(gone.v);
     free(come.v);

@@ -703,7 +703,7 @@ int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, b
     int code = exit_code;
     if (!p->changes_out && !p->cow_commit)
         return exit_code; /* nobody asked: the layer just goes away */
-    if (changes_scan(c, &ch, &err) < 0) {
+    if (changes_scan(c, &ch, NULL, &err) < 0) {
         fb_warn("%s", err.msg);
         return p->cow_commit || p->changes_out ? FB_EXIT_SETUP : exit_code;
     }
@@ -732,7 +732,7 @@ int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, b
             not_committed = why;
         } else if (ch.upper_full) {
             not_committed = "the copy-on-write layer ran out of space (--disk)";
-        } else if (commit_apply(c, &ch, NULL, 0, false, &res, &err) < 0) {
+        } else if (commit_apply(c, &ch, NULL, 0, false, NULL, &res, &err) < 0) {
             snprintf(why, sizeof why, "%s", res.nconflicts ? "conflicts with changes made on the host"
                                                          : err.msg);
             not_committed = why;

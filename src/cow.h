@@ -27,6 +27,27 @@
 
 struct fb_premounts;
 
+/* A long workspace operation (scan, render, commit) whose caller wants to
+ * follow or stop it (the server runs them on a worker thread): step() is
+ * called from the thread doing the work before each item, with the phase
+ * ("scan", "diff", "commit"), the items done so far and the items there are
+ * (0 while not known). Returning false cancels: the operation stops there,
+ * between two files, never inside one, and fails saying "cancelled". */
+struct fb_cow_progress {
+    bool (*step)(void *arg, const char *phase, size_t done, size_t total);
+    void *arg;
+};
+
+/* fb_err.code of an operation cancelled through its progress hook (not an
+ * exit code). */
+#define FB_ERR_CANCELLED 1000
+
+static inline bool cow_step(const struct fb_cow_progress *p, const char *phase, size_t done,
+                            size_t total)
+{
+    return !p || !p->step || p->step(p->arg, phase, done, total);
+}
+
 /* A path committed by this session: the host inode and ctime it had right
  * after fluebox wrote it, so a later commit does not take fluebox's own
  * write for a change made on the host. */
@@ -114,6 +135,15 @@ int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, b
 struct proto_err;
 json_t *cow_session_method(struct fb_cow *c, const char *method, json_t *params,
                            struct proto_err *e);
+/* The same, for a caller that runs it on a worker thread and wants to
+ * follow or stop it (struct fb_cow_progress). Safe on any one thread as
+ * long as no other operation on the same c runs meanwhile (calls on one
+ * session must be serialized; different sessions are independent: the
+ * ids a commit writes with are set per thread, setfsuid). A cancelled call
+ * returns NULL with e->code "cancelled", which the caller replaces with
+ * its own reason. */
+json_t *cow_session_call(struct fb_cow *c, const char *method, json_t *params,
+                         const struct fb_cow_progress *prog, struct proto_err *e);
 
 /* Conflict baseline (commit.c). */
 void cow_base_set(struct fb_cow *c, const char *path, const struct stat *st);

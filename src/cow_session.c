@@ -53,7 +53,19 @@ static void free_paths(char **v, size_t n)
     free(v);
 }
 
-static json_t *m_diff(struct fb_cow *c, json_t *params, struct proto_err *e)
+/* An error of the copy-on-write layer. A cancelled operation is
+ * "cancelled": the caller that cancelled it knows why and answers with its
+ * own code (session_dead, shutting_down). */
+static void cow_error(struct proto_err *e, const struct fb_err *err)
+{
+    if (err->code == FB_ERR_CANCELLED)
+        perr_set(e, "cancelled", "the operation was cancelled");
+    else
+        perr_set(e, "internal", "%s", err->msg);
+}
+
+static json_t *m_diff(struct fb_cow *c, json_t *params, const struct fb_cow_progress *prog,
+                      struct proto_err *e)
 {
     const char *format;
     bool diffs;
@@ -71,18 +83,20 @@ static json_t *m_diff(struct fb_cow *c, json_t *params, struct proto_err *e)
     struct fb_changes ch;
     struct fb_err err = {0};
     json_t *r = NULL;
-    if (changes_scan(c, &ch, &err) < 0) {
-        perr_set(e, "internal", "%s", err.msg);
+    if (changes_scan(c, &ch, prog, &err) < 0) {
+        cow_error(e, &err);
         free_paths(sel, nsel);
         return NULL;
     }
-    struct fb_changes_opts o = {.diffs = diffs, .sel = sel, .nsel = nsel};
+    struct fb_changes_opts o = {.diffs = diffs, .sel = sel, .nsel = nsel, .progress = prog};
     if (!strcmp(format, "json")) {
         r = changes_json(c, &ch, &o);
+        if (!r)
+            perr_set(e, "cancelled", "the operation was cancelled");
     } else {
         struct fb_text t = {0};
         if (changes_patch(c, &ch, &o, &t, &err) < 0) {
-            perr_set(e, "internal", "%s", err.msg);
+            cow_error(e, &err);
         } else if (t.len > MAX_PATCH) {
             perr_set(e, "too_large", "the patch is larger than %d bytes", MAX_PATCH);
         } else {
@@ -109,7 +123,8 @@ static json_t *m_diff(struct fb_cow *c, json_t *params, struct proto_err *e)
     return r;
 }
 
-static json_t *m_commit(struct fb_cow *c, json_t *params, struct proto_err *e)
+static json_t *m_commit(struct fb_cow *c, json_t *params, const struct fb_cow_progress *prog,
+                        struct proto_err *e)
 {
     bool force;
     char **sel;
@@ -123,8 +138,8 @@ static json_t *m_commit(struct fb_cow *c, json_t *params, struct proto_err *e)
     }
     struct fb_changes ch;
     struct fb_err err = {0};
-    if (changes_scan(c, &ch, &err) < 0) {
-        perr_set(e, "internal", "%s", err.msg);
+    if (changes_scan(c, &ch, prog, &err) < 0) {
+        cow_error(e, &err);
         free_paths(sel, nsel);
         return NULL;
     }
@@ -137,7 +152,7 @@ static json_t *m_commit(struct fb_cow *c, json_t *params, struct proto_err *e)
         json_object_set_new(r, "reason",
                             json_string("the copy-on-write layer ran out of space (limits.disk)"));
     } else {
-        int rc = commit_apply(c, &ch, sel, nsel, force, &res, &err);
+        int rc = commit_apply(c, &ch, sel, nsel, force, prog, &res, &err);
         r = commit_json(&res);
         json_object_set_new(r, "committed", json_boolean(rc == 0));
         json_object_set_new(r, "reason", rc == 0 ? json_null() : json_string(err.msg));
@@ -149,17 +164,17 @@ static json_t *m_commit(struct fb_cow *c, json_t *params, struct proto_err *e)
     return r;
 }
 
-json_t *cow_session_method(struct fb_cow *c, const char *method, json_t *params,
-                           struct proto_err *e)
+json_t *cow_session_call(struct fb_cow *c, const char *method, json_t *params,
+                         const struct fb_cow_progress *prog, struct proto_err *e)
 {
     if (!c) {
         perr_set(e, "not_supported", "%s: the session was not created with \"cow\": true", method);
         return NULL;
     }
     if (!strcmp(method, "workspace.diff"))
-        return m_diff(c, params, e);
+        return m_diff(c, params, prog, e);
     if (!strcmp(method, "workspace.commit"))
-        return m_commit(c, params, e);
+        return m_commit(c, params, prog, e);
     if (!strcmp(method, "workspace.reset")) {
         struct fb_err err = {0};
         if (cow_reset(c, &err) < 0) {
@@ -170,4 +185,10 @@ json_t *cow_session_method(struct fb_cow *c, const char *method, json_t *params,
     }
     perr_set(e, "method_not_found", "unknown method %s", method);
     return NULL;
+}
+
+json_t *cow_session_method(struct fb_cow *c, const char *method, json_t *params,
+                           struct proto_err *e)
+{
+    return cow_session_call(c, method, params, NULL, e);
 }

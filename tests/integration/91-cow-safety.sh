@@ -68,6 +68,22 @@ else
   fail "cow safety: commit drops setuid, setgid and sticky bits" "rc=$RC modes=$modes $ERR"
 fi
 
+# 1c. A mode-only change to a workspace file that is a hard link to a file
+# outside the workspace (a pnpm store, a `cp -al` tree, a local clone):
+# commit must give the workspace path a new inode, never chmod the shared
+# one, or the file outside changes too.
+W=$T/hlmode; mkdir -p $W/ws $W/store
+echo shared > $W/store/pkg.sh; chmod 644 $W/store/pkg.sh; ln $W/store/pkg.sh $W/ws/pkg.sh
+own $W
+run_fb run --workspace $W/ws --cow --commit -- chmod 755 pkg.sh
+if [ "$RC" = 0 ] && [ "$(stat -c %a $W/store/pkg.sh)" = 644 ] && [ "$(stat -c %h $W/store/pkg.sh)" = 1 ] &&
+   [ "$(stat -c %a $W/ws/pkg.sh)" = 755 ] && [ "$(cat $W/ws/pkg.sh)" = shared ]; then
+  ok "cow safety: a mode-only change to a hard-linked file leaves the file outside the workspace alone"
+else
+  fail "cow safety: a mode-only change to a hard-linked file leaves the file outside the workspace alone" \
+    "rc=$RC outside=$(stat -c '%a %h' $W/store/pkg.sh) inside=$(stat -c %a $W/ws/pkg.sh) $ERR"
+fi
+
 # 2. A host directory that becomes a symlink while the sandbox runs: the
 # commit must not follow it (the sandbox's file lands nowhere outside).
 W=$T/race; mkdir -p $W/ws/sub $W/target; echo a > $W/ws/sub/a; own $W

@@ -9,6 +9,7 @@ int main(void)
     unit_udiff();
     unit_server();
     unit_oci();
+    unit_commit();
     printf("# end of suite\n");
     return 0;
 }

@@ -18,4 +18,5 @@ void unit_net(void);
 void unit_udiff(void);
 void unit_server(void);
 void unit_oci(void);
+void unit_commit(void);
 #endif
