@@ -121,7 +121,45 @@ cp fluebox "$BIN/fluebox"
 ASAN=""
 if [ -z "${FB_NO_ASAN:-}" ] && [ -x build/fluebox-asan ]; then cp build/fluebox-asan "$BIN/fluebox-asan"; ASAN=$BIN/fluebox-asan; fi
 chmod 755 "$BIN"/*
-trap 'rm -rf "$W"' EXIT
+# A cgroup of this run's own, on every hierarchy fluebox uses: the fluebox
+# processes of this run create their cgroups below it, so the suites'
+# leftover checks see this run's cgroups only, never those of another run on
+# the same machine at the same time (whose killed fluebox may have left one for
+# its own next run to sweep). Undone at exit; as root only.
+RUN_CGROUPS=()
+own_run_cgroup() {
+  local line ctrl path mnt dir cgs
+  [ "$(id -u)" = 0 ] || return 0
+  # Read whole first: /proc/self/cgroup changes as this shell moves.
+  cgs=$(cat /proc/self/cgroup)
+  while IFS= read -r line; do
+    ctrl=${line#*:}; path=${ctrl#*:}; ctrl=${ctrl%%:*}
+    case "$ctrl" in name=*) continue ;; esac
+    if [ -z "$ctrl" ]; then
+      mnt=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+    else
+      mnt=$(awk -v c="$ctrl" '$3 == "cgroup" && ("," $4 ",") ~ ("," c ",") {print $2; exit}' /proc/mounts)
+    fi
+    [ -n "$mnt" ] || continue
+    path=${path%/}
+    dir="$mnt$path/fbrun-$$"
+    mkdir "$dir" 2>/dev/null || continue
+    if echo $$ > "$dir/cgroup.procs" 2>/dev/null; then
+      RUN_CGROUPS+=("$mnt$path")
+    else
+      rmdir "$dir" 2>/dev/null
+    fi
+  done <<< "$cgs"
+}
+leave_run_cgroup() {
+  local parent
+  for parent in "${RUN_CGROUPS[@]+"${RUN_CGROUPS[@]}"}"; do
+    echo $$ > "$parent/cgroup.procs" 2>/dev/null
+    find "$parent/fbrun-$$" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+}
+own_run_cgroup
+trap 'leave_run_cgroup; rm -rf "$W"' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ROOT
