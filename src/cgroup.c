@@ -49,6 +49,8 @@
 #include "cgroup.h"
 #include "cgroup_int.h"
 
+#include "userdir.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -795,8 +797,11 @@ static void warn_missing(const struct fb_cgroup *cg)
                  cg->fallback & BIT(C_MEM) ? "RLIMIT_DATA" : "",
                  (cg->fallback & BIT(C_MEM)) && (cg->fallback & BIT(C_PIDS)) ? ", " : "",
                  cg->fallback & BIT(C_PIDS) ? "RLIMIT_NPROC" : "");
-    fb_warn("warning: limits not applied: %s: %s%s; --require-limits makes this an error",
-            cg->not_applied_s, cg->cause[0] ? cg->cause : cg->reason, fb);
+    char key[224];
+    snprintf(key, sizeof key, "cgroup %s: %s", cg->not_applied_s, cg->cause[0] ? cg->cause : "?");
+    fb_warn_once(key, "warning: limits not applied: %s: %s%s; --require-limits makes this an error "
+                 "(said once per boot; --report has it every run)",
+                 cg->not_applied_s, cg->cause[0] ? cg->cause : cg->reason, fb);
 }
 
 int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err)
@@ -957,7 +962,11 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
         }
         cg->fallback |= d->ctrls & fallback_ok;
         cg_finish_strings(cg);
-        fb_warn("warning: limits not applied: %s: %s", cg->not_applied_s, cg->reason);
+        char key[96];
+        snprintf(key, sizeof key, "cgroup join %s", cg->not_applied_s);
+        fb_warn_once(key, "warning: limits not applied: %s: %s (said once per boot; --report has "
+                     "it every run)",
+                     cg->not_applied_s, cg->reason);
     }
     /* Per-process fallbacks, set on init before it runs anything: every
      * process of the sandbox inherits them. RLIMIT_NPROC is counted per

@@ -8,6 +8,8 @@
  * request, blocking I/O, one request at a time (exec streams). */
 #include "commands.h"
 
+#include "cli.h"
+
 #include "proto.h"
 
 #include <fcntl.h>
@@ -165,39 +167,28 @@ static char *absolute(const char *p)
     return fb_xasprintf("%s/%s", cwd, p);
 }
 
-/* Options of `run` whose value is a host path, made absolute because the
- * server resolves them from its own working directory. */
-static char *fix_path_opt(const char *name, const char *v)
+/* A policy option's value as the server must see it: host paths made
+ * absolute (the server resolves them from its own working directory). */
+static char *fix_path_opt(const struct fb_opt *o, const char *v)
 {
-    if (!strcmp(name, "--workspace") || !strcmp(name, "--cow-upper") || !strcmp(name, "--net-log"))
+    switch (o->arg) {
+    case FB_ARG_HOST_PATH:
         return absolute(v);
-    if (!strcmp(name, "--profile")) {
+    case FB_ARG_PROFILE: {
         size_t l = strlen(v);
         if (strchr(v, '/') || (l > 5 && !strcmp(v + l - 5, ".json")))
             return absolute(v);
         return fb_xstrdup(v);
     }
-    if (!strcmp(name, "--bind") || !strcmp(name, "--ro-bind")) {
+    case FB_ARG_HOST_BIND: {
         const char *colon = strchr(v, ':');
         cleanup_free char *src = colon ? fb_xstrndup(v, (size_t)(colon - v)) : fb_xstrdup(v);
         cleanup_free char *abs = absolute(src);
         return colon ? fb_xasprintf("%s%s", abs, colon) : fb_xstrdup(abs);
     }
-    return fb_xstrdup(v);
-}
-
-/* Options of `run` that take a value (so we know what to skip). */
-static bool run_opt_has_value(const char *name)
-{
-    static const char *const with[] = {
-        "--profile", "--workspace", "--ro-bind", "--bind", "--tmpfs", "--cwd", "--cow-upper",
-        "--changes", "--uid", "--gid", "--host-id", "--hostname", "--env", "--env-pass",
-        "--mem", "--memory", "--cpus", "--pids", "--timeout", "--disk", "--nofile", "--fsize",
-        "--net", "--allow-net", "--egress-resolve", "--net-log", "--report", NULL};
-    for (const char *const *w = with; *w; w++)
-        if (!strcmp(name, *w))
-            return true;
-    return false;
+    default:
+        return fb_xstrdup(v);
+    }
 }
 
 static void print_json(json_t *j)
@@ -209,77 +200,111 @@ static void print_json(json_t *j)
     }
 }
 
+/* The options every client subcommand shares, and their values. */
+struct copts {
+    const char *sock;
+    bool json;
+    int64_t ttl, idle;
+    const char *cwd;
+    json_t *env;
+    int64_t timeout;
+    bool want_stdin, parents;
+};
+
+static int set_socket(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    if (!*v)
+        return fb_errf(err, FB_EXIT_SETUP, "--socket: empty path");
+    ((struct copts *)ctx)->sock = v;
+    return 0;
+}
+
+static int set_json(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct copts *)ctx)->json = true;
+    return 0;
+}
+
+static int set_lifetime(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    int64_t ms;
+    if (!strcmp(v, "none") || !strcmp(v, "0"))
+        ms = 0;
+    else if (fb_parse_duration_ms(v, &ms) < 0)
+        return fb_errf(err, FB_EXIT_SETUP, "--%s %s: expected a duration such as 30m, or none",
+                       o->name, v);
+    if (!strcmp(o->name, "ttl"))
+        ((struct copts *)ctx)->ttl = ms;
+    else
+        ((struct copts *)ctx)->idle = ms;
+    return 0;
+}
+
+static const struct fb_opt socket_opt = {
+    "socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_socket,
+    "the server's socket (default: as fluebox serve, docs/protocol.md)", NULL};
+
+static const struct fb_opt create_opts[] = {
+    socket_opt,
+    {"ttl", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_lifetime,
+     "destroy the session this long after creation (default: none)", NULL},
+    {"idle-timeout", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_lifetime,
+     "destroy it after this long unused (default 30m; 0 = never)", NULL},
+    {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "print the session's info object",
+     NULL},
+};
+
+static const char create_usage[] =
+    "Usage: fluebox session create [OPTIONS]\n"
+    "Creates a session on the server and prints its id. Takes the options of\n"
+    "`fluebox run` that make sense for a session (below); --timeout becomes the\n"
+    "default timeout of each exec. See docs/server.md.\n"
+    "\n";
+
 static int session_create(int argc, char **argv)
 {
-    const char *sock = NULL;
-    bool as_json = false;
-    int64_t ttl = 0, idle = -1;
-    json_t *opts = json_array();
+    struct copts co = {.idle = -1};
+    struct fb_policy dummy; /* the rows' context; nothing is applied here */
+    struct fb_optset own = {create_opts, FB_ARRAY_LEN(create_opts), &co};
+    struct fb_parsed parsed;
     struct fb_err err = {0};
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *eq = strchr(a, '=');
-        size_t nl = eq && a[0] == '-' ? (size_t)(eq - a) : strlen(a);
-        char name[64];
-        snprintf(name, sizeof name, "%.*s", (int)(nl < 63 ? nl : 63), a);
-        const char *v = eq && a[0] == '-' ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
-        bool inl = eq && a[0] == '-';
-        if (!strcmp(name, "--json")) {
-            as_json = true;
+    int r = cli_parse(argc, argv, &dummy, &own, FB_OPT_SESSION, "session create", &parsed, &err);
+    if (r == 1) {
+        fputs(create_usage, stdout);
+        struct fb_optset sets[2] = {own, {cli_policy_opts, cli_npolicy_opts, NULL}};
+        opt_help(stdout, sets, 2, FB_OPT_SESSION);
+        return 0;
+    }
+    if (r == 0 && parsed.nargs) {
+        r = parsed.dashdash || parsed.nargs > 1
+                ? fb_errf(&err, FB_EXIT_SETUP, "session create takes no command (use fluebox exec)")
+                : fb_errf(&err, FB_EXIT_SETUP, "session create: unexpected argument \"%s\"",
+                          parsed.args[0]);
+        opt_parsed_free(&parsed);
+    }
+    if (r < 0 || opt_apply(&parsed, &co, &err) < 0) {
+        opt_parsed_free(&parsed);
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    json_t *opts = json_array();
+    for (size_t i = 0; i < parsed.n; i++) {
+        const struct fb_optval *v = &parsed.v[i];
+        if (v->ctx != &dummy)
             continue;
-        }
-        if (!strcmp(name, "--socket") || !strcmp(name, "--ttl") || !strcmp(name, "--idle-timeout")) {
-            if (!v) {
-                fb_warn("%s needs a value", name);
-                json_decref(opts);
-                return FB_EXIT_SETUP;
-            }
-            if (!inl)
-                i++;
-            if (!strcmp(name, "--socket")) {
-                sock = v;
-            } else {
-                int64_t ms;
-                if (!strcmp(v, "none") || !strcmp(v, "0"))
-                    ms = 0;
-                else if (fb_parse_duration_ms(v, &ms) < 0) {
-                    fb_warn("%s %s: expected a duration such as 30m", name, v);
-                    json_decref(opts);
-                    return FB_EXIT_SETUP;
-                }
-                if (!strcmp(name, "--ttl"))
-                    ttl = ms;
-                else
-                    idle = ms;
-            }
-            continue;
-        }
-        if (!strcmp(a, "--")) {
-            fb_warn("session create takes no command (use fluebox exec)");
-            json_decref(opts);
-            return FB_EXIT_SETUP;
-        }
-        if (a[0] == '-' && run_opt_has_value(name)) {
-            if (!v) {
-                fb_warn("%s needs a value", name);
-                json_decref(opts);
-                return FB_EXIT_SETUP;
-            }
-            if (!inl)
-                i++;
-            json_array_append_new(opts, json_string(name));
-            char *fixed = fix_path_opt(name, v);
+        json_array_append_new(opts, json_sprintf("--%s", v->o->name));
+        if (v->val) {
+            char *fixed = fix_path_opt(v->o, v->val);
             json_array_append_new(opts, json_string(fixed));
             free(fixed);
-            continue;
         }
-        json_array_append_new(opts, json_string(a));
     }
-    json_t *params = json_pack("{s:o, s:I}", "options", opts, "ttlMs", (json_int_t)ttl);
-    if (idle >= 0)
-        json_object_set_new(params, "idleTimeoutMs", json_integer(idle));
+    opt_parsed_free(&parsed);
+    json_t *params = json_pack("{s:o, s:I}", "options", opts, "ttlMs", (json_int_t)co.ttl);
+    if (co.idle >= 0)
+        json_object_set_new(params, "idleTimeoutMs", json_integer(co.idle));
     struct cli c;
-    if (cli_connect(&c, sock, &err) < 0) {
+    if (cli_connect(&c, co.sock, &err) < 0) {
         json_decref(params);
         fb_warn("%s", err.msg);
         return FB_EXIT_SETUP;
@@ -290,7 +315,7 @@ static int session_create(int argc, char **argv)
         fb_warn("%s", err.msg);
         return FB_EXIT_SETUP;
     }
-    if (as_json)
+    if (co.json)
         print_json(res);
     else
         puts(json_string_value(json_object_get(res, "session")));
@@ -303,31 +328,34 @@ static const char session_usage[] =
     "       fluebox session rm ID...\n"
     "       fluebox session ls [--json]\n"
     "       fluebox session info ID\n"
-    "All take --socket PATH. See docs/server.md.\n";
+    "All take --socket PATH; fluebox session SUBCOMMAND --help lists each one's options.\n"
+    "See docs/server.md.\n";
 
-/* Pull "--socket PATH" out of argv (in place). */
-static const char *take_socket(int *argc, char **argv)
+static const struct fb_opt session_opts[] = {
+    socket_opt,
+    {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "JSON output", NULL},
+};
+
+/* Parse a client subcommand's options (anywhere on the line); 1 = --help
+ * (printed), -1 = error (printed). */
+static int client_opts(const char *cmd, const char *usage, const struct fb_opt *opts, size_t n,
+                       struct copts *co, int argc, char **argv, unsigned mode,
+                       struct fb_parsed *parsed)
 {
-    const char *sock = NULL;
-    int o = 0;
-    for (int i = 0; i < *argc; i++) {
-        if (!strcmp(argv[i], "--") ) {
-            while (i < *argc)
-                argv[o++] = argv[i++];
-            break;
-        }
-        if (!strcmp(argv[i], "--socket") && i + 1 < *argc) {
-            sock = argv[++i];
-            continue;
-        }
-        if (!strncmp(argv[i], "--socket=", 9)) {
-            sock = argv[i] + 9;
-            continue;
-        }
-        argv[o++] = argv[i];
+    struct fb_optset set = {opts, n, co};
+    struct fb_err err = {0};
+    int r = opt_parse(argc, argv, &set, 1, FB_OPT_ANY | mode, cmd, parsed, &err);
+    if (r == 1) {
+        fputs(usage, stdout);
+        opt_help(stdout, &set, 1, FB_OPT_ANY);
+        return 1;
     }
-    *argc = o;
-    return sock;
+    if (r < 0 || opt_apply(parsed, co, &err) < 0) {
+        opt_parsed_free(parsed);
+        fb_warn("%s", err.msg);
+        return -1;
+    }
+    return 0;
 }
 
 int cmd_session(int argc, char **argv)
@@ -339,36 +367,44 @@ int cmd_session(int argc, char **argv)
     const char *sub = argv[0];
     if (!strcmp(sub, "create"))
         return session_create(argc - 1, argv + 1);
-    argc--;
-    argv++;
-    const char *sock = take_socket(&argc, argv);
+    bool ls = !strcmp(sub, "ls") || !strcmp(sub, "list");
+    bool info = !strcmp(sub, "info");
+    if (!ls && !info && strcmp(sub, "rm") && strcmp(sub, "destroy")) {
+        fb_warn("session: unknown subcommand \"%s\" (create, rm, ls, info; see fluebox session --help)", sub);
+        return FB_EXIT_SETUP;
+    }
+    char cmd[32], usage[160];
+    snprintf(cmd, sizeof cmd, "session %s", sub);
+    snprintf(usage, sizeof usage, "Usage: fluebox session %s%s\n\n", sub,
+             ls ? " [OPTIONS]" : info ? " [OPTIONS] ID" : " [OPTIONS] ID...");
+    struct copts co = {0};
+    struct fb_parsed parsed;
+    int r = client_opts(cmd, usage, session_opts, ls ? 2 : 1, &co, argc - 1, argv + 1,
+                        FB_PARSE_PERMUTE, &parsed);
+    if (r)
+        return r > 0 ? 0 : FB_EXIT_SETUP;
+    argc = parsed.nargs;
+    argv = parsed.args;
+    const char *sock = co.sock;
+    bool as_json = co.json;
     struct fb_err err = {0};
     struct cli c;
-    bool as_json = false;
-    if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
-        for (int i = 0; i < argc; i++) {
-            if (!strcmp(argv[i], "--json"))
-                as_json = true;
-            else {
-                fb_warn("session ls: unexpected argument %s", argv[i]);
-                return FB_EXIT_SETUP;
-            }
-        }
-    } else if (!strcmp(sub, "rm") || !strcmp(sub, "destroy") || !strcmp(sub, "info")) {
-        if (argc < 1 || (!strcmp(sub, "info") && argc != 1)) {
-            fputs(session_usage, stderr);
-            return FB_EXIT_SETUP;
-        }
-    } else {
-        fb_warn("session: unknown subcommand \"%s\"\n%s", sub, session_usage);
+    if ((ls && argc) || (!ls && argc < 1) || (info && argc != 1)) {
+        if (argc && ls)
+            fb_warn("session ls: unexpected argument %s", argv[0]);
+        else
+            fb_warn("session %s: expected %s (see fluebox session %s --help)", sub,
+                    info ? "one session id" : "session ids", sub);
+        opt_parsed_free(&parsed);
         return FB_EXIT_SETUP;
     }
     if (cli_connect(&c, sock, &err) < 0) {
         fb_warn("%s", err.msg);
+        opt_parsed_free(&parsed);
         return FB_EXIT_SETUP;
     }
     int rc = 0;
-    if (!strcmp(sub, "ls") || !strcmp(sub, "list")) {
+    if (ls) {
         json_t *res = cli_call(&c, "session.list", NULL, &err);
         if (!res) {
             fb_warn("%s", err.msg);
@@ -414,16 +450,55 @@ int cmd_session(int argc, char **argv)
         }
     }
     cli_close(&c);
+    opt_parsed_free(&parsed);
     return rc;
 }
 
 /* ---- exec ---- */
 
 static const char exec_usage[] =
-    "Usage: fluebox exec [--socket PATH] [--cwd DIR] [--env K=V]... [--timeout DURATION] [-i]\n"
-    "                    SESSION [--] CMD [ARGS...]\n"
+    "Usage: fluebox exec [OPTIONS] SESSION [--] CMD [ARGS...]\n"
     "Runs CMD in the session, streams its output, exits with its status.\n"
-    "-i/--stdin sends this process's standard input (read to the end first).\n";
+    "\n";
+
+static int set_exec_cwd(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct copts *)ctx)->cwd = v;
+    return 0;
+}
+
+static int set_exec_env(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v)
+        return fb_errf(err, FB_EXIT_SETUP, "--env %s: expected K=V", v);
+    cleanup_free char *k = fb_xstrndup(v, (size_t)(eq - v));
+    json_object_set_new(((struct copts *)ctx)->env, k, json_string(eq + 1));
+    return 0;
+}
+
+static int set_exec_timeout(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    return opt_duration(o, v, &((struct copts *)ctx)->timeout, err);
+}
+
+static int set_stdin(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct copts *)ctx)->want_stdin = true;
+    return 0;
+}
+
+static const struct fb_opt exec_opts[] = {
+    socket_opt,
+    {"cwd", 0, FB_ARG_VALUE, "DIR", FB_OPT_ANY, set_exec_cwd,
+     "working directory inside (default: the session's)", NULL},
+    {"env", 'e', FB_ARG_VALUE, "K=V", FB_OPT_ANY, set_exec_env,
+     "set a variable for this command (repeatable)", NULL},
+    {"timeout", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_exec_timeout,
+     "kill the command after this long (default: the session's)", NULL},
+    {"stdin", 'i', FB_ARG_NONE, NULL, FB_OPT_ANY, set_stdin,
+     "send this process's standard input (read to the end first)", NULL},
+};
 
 static int write_decoded(int fd, const char *b64, size_t n)
 {
@@ -455,68 +530,35 @@ static int read_all_fd(int fd, struct fb_buf *b, size_t max)
 
 int cmd_exec(int argc, char **argv)
 {
-    const char *sock = NULL, *cwd = NULL, *sid = NULL;
-    int64_t timeout = -1;
-    bool want_stdin = false;
-    json_t *env = json_object();
-    int i;
-    for (i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(exec_usage, stdout);
-            json_decref(env);
-            return 0;
-        }
-        if (!strcmp(a, "-i") || !strcmp(a, "--stdin")) {
-            want_stdin = true;
-            continue;
-        }
-        if (a[0] != '-' || !strcmp(a, "--"))
-            break;
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) {
-            fb_warn("%s needs a value\n%s", a, exec_usage);
-            json_decref(env);
-            return FB_EXIT_SETUP;
-        }
-        i++;
-        if (!strcmp(a, "--socket")) {
-            sock = v;
-        } else if (!strcmp(a, "--cwd")) {
-            cwd = v;
-        } else if (!strcmp(a, "--env") || !strcmp(a, "-e")) {
-            const char *eq = strchr(v, '=');
-            if (!eq || eq == v) {
-                fb_warn("--env %s: expected K=V", v);
-                json_decref(env);
-                return FB_EXIT_SETUP;
-            }
-            cleanup_free char *k = fb_xstrndup(v, (size_t)(eq - v));
-            json_object_set_new(env, k, json_string(eq + 1));
-        } else if (!strcmp(a, "--timeout")) {
-            if (fb_parse_duration_ms(v, &timeout) < 0) {
-                fb_warn("--timeout %s: expected a duration such as 30s", v);
-                json_decref(env);
-                return FB_EXIT_SETUP;
-            }
-        } else {
-            fb_warn("exec: unknown option %s\n%s", a, exec_usage);
-            json_decref(env);
-            return FB_EXIT_SETUP;
-        }
+    struct copts co = {.timeout = -1, .env = json_object()};
+    struct fb_parsed parsed;
+    int r = client_opts("exec", exec_usage, exec_opts, FB_ARRAY_LEN(exec_opts), &co, argc, argv,
+                        0, &parsed);
+    if (r) {
+        json_decref(co.env);
+        return r > 0 ? 0 : FB_EXIT_SETUP;
     }
+    const char *sock = co.sock, *cwd = co.cwd, *sid = NULL;
+    int64_t timeout = co.timeout;
+    bool want_stdin = co.want_stdin;
+    json_t *env = co.env;
+    argc = parsed.nargs;
+    argv = parsed.args;
+    int i = 0;
     if (i < argc && strcmp(argv[i], "--"))
         sid = argv[i++];
     if (i < argc && !strcmp(argv[i], "--"))
         i++;
     if (!sid || i >= argc) {
-        fputs(exec_usage, stderr);
+        fb_warn("exec: expected SESSION and a command (see fluebox exec --help)");
         json_decref(env);
+        opt_parsed_free(&parsed);
         return FB_EXIT_SETUP;
     }
     json_t *av = json_array();
     for (; i < argc; i++)
         json_array_append_new(av, json_string(argv[i]));
+    opt_parsed_free(&parsed);
     char xid[48];
     snprintf(xid, sizeof xid, "cli-%d", (int)getpid());
     json_t *params = json_pack("{s:s, s:o, s:o, s:b, s:s, s:s}", "session", sid, "argv", av, "env",
@@ -609,9 +651,8 @@ int cmd_exec(int argc, char **argv)
             fb_warn("%s", err.msg);
         } else {
             json_t *res = json_object_get(m, "result");
+            /* A timeout is said on the command's stderr by the server. */
             rc = (int)json_integer_value(json_object_get(res, "exitCode"));
-            if (json_is_true(json_object_get(res, "timedOut")))
-                fb_warn("the command timed out");
         }
         json_decref(m);
         break;
@@ -625,12 +666,24 @@ int cmd_exec(int argc, char **argv)
 /* ---- cp ---- */
 
 static const char cp_usage[] =
-    "Usage: fluebox cp [--socket PATH] [-p] SRC DST\n"
+    "Usage: fluebox cp [OPTIONS] SRC DST\n"
     "Copies one file into or out of a session. Exactly one of SRC and DST is\n"
     "SESSION:PATH (a relative PATH is relative to the session's /workspace);\n"
     "the other is a local path, or - for standard input / output. A DST that is\n"
     "a directory (or ends in /) receives the file under its own name.\n"
-    "-p creates missing parent directories in the session.\n";
+    "\n";
+
+static int set_parents(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct copts *)ctx)->parents = true;
+    return 0;
+}
+
+static const struct fb_opt cp_opts[] = {
+    socket_opt,
+    {"parents", 'p', FB_ARG_NONE, NULL, FB_OPT_ANY, set_parents,
+     "create missing parent directories in the session", NULL},
+};
 
 /* "s-0123:path" -> id and path. A local path with a colon before any
  * slash needs "./". */
@@ -773,35 +826,27 @@ static int cp_out(struct cli *c, const char *sid, const char *rpath, const char 
 
 int cmd_cp(int argc, char **argv)
 {
-    const char *sock = take_socket(&argc, argv);
-    bool parents = false;
-    const char *args[2];
-    int na = 0;
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            fputs(cp_usage, stdout);
-            return 0;
-        }
-        if (!strcmp(argv[i], "-p") || !strcmp(argv[i], "--parents")) {
-            parents = true;
-            continue;
-        }
-        if (na == 2) {
-            fputs(cp_usage, stderr);
-            return FB_EXIT_SETUP;
-        }
-        args[na++] = argv[i];
-    }
-    if (na != 2) {
-        fputs(cp_usage, stderr);
+    struct copts co = {0};
+    struct fb_parsed parsed;
+    int r = client_opts("cp", cp_usage, cp_opts, FB_ARRAY_LEN(cp_opts), &co, argc, argv,
+                        FB_PARSE_PERMUTE, &parsed);
+    if (r)
+        return r > 0 ? 0 : FB_EXIT_SETUP;
+    const char *sock = co.sock;
+    bool parents = co.parents;
+    if (parsed.nargs != 2) {
+        fb_warn("cp: expected SRC and DST (see fluebox cp --help)");
+        opt_parsed_free(&parsed);
         return FB_EXIT_SETUP;
     }
+    const char *args[2] = {parsed.args[0], parsed.args[1]}; /* strings of argv */
+    opt_parsed_free(&parsed);
     cleanup_free char *sid0 = NULL;
     cleanup_free char *sid1 = NULL;
     const char *p0, *p1;
     bool r0 = split_remote(args[0], &sid0, &p0), r1 = split_remote(args[1], &sid1, &p1);
     if (r0 == r1) {
-        fb_warn("cp: exactly one of SRC and DST must be SESSION:PATH\n%s", cp_usage);
+        fb_warn("cp: exactly one of SRC and DST must be SESSION:PATH");
         return FB_EXIT_SETUP;
     }
     struct fb_err err = {0};

@@ -25,7 +25,8 @@ static const char learn_usage[] =
     "Usage: fluebox learn --out FILE [--profile BASE] [run options] -- CMD [ARGS...]\n"
     "Runs CMD under BASE (default strict) but lets through, and records, every\n"
     "system call BASE would deny; writes to FILE a profile that extends BASE with\n"
-    "exactly those calls. Then: fluebox run --profile FILE -- CMD [ARGS...]\n";
+    "exactly those calls. Then: fluebox run --profile FILE -- CMD [ARGS...]\n"
+    "\n";
 
 static int cmp_seen(const void *a, const void *b)
 {
@@ -150,69 +151,38 @@ static char *learned_json(const struct fb_policy *p, const char *out, const char
     return t;
 }
 
+static int set_out(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    if (!*v)
+        return fb_errf(err, FB_EXIT_SETUP, "--out: empty path");
+    *(const char **)ctx = v;
+    return 0;
+}
+
+static const struct fb_opt learn_opts[] = {
+    {"out", 0, FB_ARG_HOST_PATH, "FILE", FB_OPT_RUN, set_out,
+     "where to write the learned profile (required)", "Learning:"},
+};
+
 int cmd_learn(int argc, char **argv)
 {
-    if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
-        fputs(learn_usage, stdout);
-        return 0;
-    }
-    /* Take --out and note --profile; everything else is `run`'s. */
     const char *out = NULL;
-    bool has_profile = false;
-    char **args = fb_xcalloc((size_t)argc + 3, sizeof *args);
-    int n = 0;
-    args[n++] = "--profile";
-    args[n++] = "strict";
-    int i;
-    for (i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--"))
-            break;
-        if (!strcmp(argv[i], "--out")) {
-            if (i + 1 >= argc || !strcmp(argv[i + 1], "--")) {
-                free(args);
-                fb_warn("--out needs a value");
-                return FB_EXIT_SETUP;
-            }
-            out = argv[++i];
-            continue;
-        }
-        if (!strncmp(argv[i], "--out=", 6)) {
-            out = argv[i] + 6;
-            continue;
-        }
-        if (!strcmp(argv[i], "--profile") || !strncmp(argv[i], "--profile=", 10))
-            has_profile = true;
-        args[n++] = argv[i];
-        /* keep an option's value with it, so "--env --out" stays a value */
-        if (argv[i][0] == '-' && !strchr(argv[i], '=') && i + 1 < argc &&
-            strcmp(argv[i + 1], "--") && argv[i + 1][0] != '-' && strcmp(argv[i], "--cow") &&
-            strcmp(argv[i], "--commit") && strcmp(argv[i], "--require-limits") &&
-            strcmp(argv[i], "--proxy-env") && strcmp(argv[i], "--seccomp-log") &&
-            strcmp(argv[i], "-q") && strcmp(argv[i], "--quiet"))
-            args[n++] = argv[++i];
-    }
-    for (; i < argc; i++)
-        args[n++] = argv[i];
-    char **a = has_profile ? args + 2 : args;
-    int na = has_profile ? n - 2 : n;
-    if (!out) {
-        free(args);
-        fputs(learn_usage, stderr);
-        fb_warn("learn: --out FILE is required");
-        return FB_EXIT_SETUP;
-    }
-
+    struct fb_optset extra = {learn_opts, FB_ARRAY_LEN(learn_opts), &out};
     struct fb_policy p;
     struct fb_err err = {0};
     policy_init(&p);
-    if (cli_parse_policy(na, a, &p, true, &err) < 0 ||
-        policy_finish(&p, getenv("PATH"), &err) < 0) {
+    int r = cli_parse_run("learn", learn_usage, argc, argv, &extra, "strict", &p, &err);
+    if (r > 0) {
+        policy_free(&p);
+        return 0;
+    }
+    if (r == 0 && !out)
+        r = fb_errf(&err, FB_EXIT_SETUP, "learn: --out FILE is required (see fluebox learn --help)");
+    if (r < 0 || policy_finish(&p, getenv("PATH"), &err) < 0) {
         fb_warn("%s", err.msg);
-        free(args);
         policy_free(&p);
         return err.code ? err.code : FB_EXIT_SETUP;
     }
-    free(args);
     p.seccomp.learn = true;
     p.seccomp.log_denied = false;
     /* What the profile extends: the built-in's name, or the base file's

@@ -15,8 +15,12 @@ static int cmd_run(int argc, char **argv)
     struct fb_err err = {0};
     policy_init(&p);
     int code;
-    if (cli_parse_policy(argc, argv, &p, true, &err) < 0 ||
-        policy_finish(&p, getenv("PATH"), &err) < 0) {
+    int r = cli_parse_run("run", cli_run_usage, argc, argv, NULL, FB_DEFAULT_PROFILE, &p, &err);
+    if (r > 0) {
+        policy_free(&p);
+        return 0;
+    }
+    if (r < 0 || policy_finish(&p, getenv("PATH"), &err) < 0) {
         fb_warn("%s", err.msg);
         code = err.code ? err.code : FB_EXIT_SETUP;
         policy_free(&p);
@@ -83,12 +87,12 @@ int main(int argc, char **argv)
     if (argc > 0 && called_as_oci(argv[0]))
         return cmd_oci(argc - 1, argv + 1);
     if (argc < 2) {
-        fputs(cli_usage, stderr);
+        cli_print_usage(stderr);
         return FB_EXIT_SETUP;
     }
     const char *c = argv[1];
     if (!strcmp(c, "--help") || !strcmp(c, "-h") || !strcmp(c, "help")) {
-        fputs(cli_usage, stdout);
+        cli_print_usage(stdout);
         return 0;
     }
     if (!strcmp(c, "--version") || !strcmp(c, "-V")) {

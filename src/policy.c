@@ -182,6 +182,16 @@ static bool valid_dns_name(char *s)
 
 int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err)
 {
+    const char *scheme = strstr(pattern, "://");
+    if (scheme || strchr(pattern, '/')) {
+        /* A URL: say what a pattern is, with the host it names. */
+        const char *h = scheme ? scheme + 3 : pattern;
+        size_t hl = strcspn(h, "/?#");
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--allow-net %s: a pattern is a host name, not a URL (e.g. --allow-net "
+                       "%.*s)",
+                       pattern, (int)(hl ? hl : 1), hl ? h : "NAME");
+    }
     cleanup_free char *s = fb_xstrdup(pattern);
     uint16_t port = 0;
     char *colon = strrchr(s, ':');
@@ -539,6 +549,8 @@ int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err
         return fb_errf(err, FB_EXIT_SETUP, "--cow needs --workspace");
     if (p->cow_commit && !p->cow)
         return fb_errf(err, FB_EXIT_SETUP, "--commit needs --cow");
+    if (p->changes_out && !p->cow)
+        return fb_errf(err, FB_EXIT_SETUP, "--changes needs --cow");
 
     /* The command: a name is looked up on the caller's PATH so that the same
      * program runs inside as outside (a pyenv or nvm interpreter included); a

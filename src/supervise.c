@@ -34,6 +34,41 @@ static int64_t tv_ms(struct timeval tv)
     return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
 }
 
+/* "64M", "1.5G": a size as the options take it. */
+static void size_text(int64_t v, char *buf, size_t cap)
+{
+    static const char units[] = "KMGT";
+    double d = (double)v;
+    int u = -1;
+    while (d >= 1024 && u < 3) {
+        d /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, cap, "%lld bytes", (long long)v);
+    else
+        snprintf(buf, cap, d == (double)(int64_t)d ? "%.0f%c" : "%.1f%c", d, units[u]);
+}
+
+/* One line on stderr when fluebox ended the command: the timeout (124) or
+ * the OOM killer (137). The report has the details; this is for everyone
+ * who did not ask for one. */
+static void say_why(const struct fb_policy *p, const struct fb_result *res)
+{
+    if (p->quiet)
+        return;
+    if (res->timed_out) {
+        fb_warn("the command timed out after %lld ms (--timeout) and was killed; exit %d",
+                (long long)p->limits.timeout_ms, res->exit_code);
+    } else if (res->oom_killed && res->exit_code == FB_EXIT_OOM) {
+        char mem[32] = "";
+        if (p->limits.mem > 0)
+            size_text(p->limits.mem, mem, sizeof mem);
+        fb_warn("the command ran out of memory%s%s%s and was killed by the OOM killer; exit %d",
+                mem[0] ? " (--mem " : "", mem, mem[0] ? ")" : "", res->exit_code);
+    }
+}
+
 int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -210,6 +245,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     }
     if (res->oom_killed && res->signal == SIGKILL)
         res->exit_code = FB_EXIT_OOM;
+    say_why(p, res);
 
     struct fb_cow *cow = fb_steal_ptr(sb.cow);
     sandbox_release(&sb);

@@ -62,6 +62,12 @@ skip_all() { echo "ok - ${0##*/}: the rest of the file # SKIP $1"; FB_LIB_DONE=1
 # more failure, and the file stops.
 bail() { echo "not ok - ${0##*/}: gave up: $1"; FB_LIB_DONE=1; builtin exit 0; }
 
+# Each test file has its own private runtime directory, so that what fluebox
+# says once per user and boot (src/userdir.h) is said again in each file.
+mkdir -p "$T/.xdg" && chmod 700 "$T/.xdg"
+[ "$FB_AS" != root ] && [ "$(id -u)" = 0 ] && chown "$FB_AS" "$T/.xdg"
+export XDG_RUNTIME_DIR=$T/.xdg
+
 ok()   { echo "ok - $1"; }
 fail() { echo "not ok - $1${2:+: $2}"; }
 
@@ -72,7 +78,7 @@ run_fb() {
   else
     # setpriv keeps the current directory and environment, drops to the user.
     setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups --reset-env -- \
-      env PATH="$PATH" HOME=/tmp $(env | grep '^FLUEBOX_' | tr '\n' ' ') "$FB" "$@" >"$T/.out" 2>"$T/.err" </dev/null; RC=$?
+      env PATH="$PATH" HOME=/tmp ${XDG_RUNTIME_DIR:+XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR"} $(env | grep '^FLUEBOX_' | tr '\n' ' ') "$FB" "$@" >"$T/.out" 2>"$T/.err" </dev/null; RC=$?
   fi
   OUT=$(cat "$T/.out"); ERR=$(cat "$T/.err")
   return 0

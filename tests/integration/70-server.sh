@@ -53,6 +53,12 @@ run_fb exec --socket "$SOCK" "$ID" -- sh -c 'echo state > kept.txt'
 expect_out "exec: state persists between execs" "state" exec --socket "$SOCK" "$ID" -- cat kept.txt
 expect_out "exec --env and --cwd" "/tmp:bar" exec --socket "$SOCK" --env FOO=bar --cwd /tmp "$ID" -- sh -c 'echo "$(pwd):$FOO"'
 expect_err "exec --timeout kills: 124 and a note" 124 "timed out" exec --socket "$SOCK" --timeout 300ms "$ID" -- sleep 30
+n=$(printf '%s\n' "$ERR" | grep -c .)
+[ "$n" = 1 ] && ok "exec --timeout: the note is one line" || fail "exec --timeout: the note is one line" "$n lines: $ERR"
+expect_out "exec --opt=value" "/tmp:v" exec --socket="$SOCK" --env=K=v --cwd=/tmp "$ID" -- sh -c 'echo "$(pwd):$K"'
+expect_out "exec -e K=V -i (short options)" "v2" exec --socket "$SOCK" -e K=v2 "$ID" -- sh -c 'echo $K'
+run_fb session ls --json "--socket=$SOCK"
+case "$OUT" in *"$ID"*) ok "session ls: options after others, --opt=value";; *) fail "session ls --socket=" "$OUT $ERR";; esac
 expect_err "exec of a missing command: 127" 127 "command not found" exec --socket "$SOCK" "$ID" -- no-such-command-here
 out=$(printf 'line one\nline two\n' | as_user "$FB" exec --socket "$SOCK" -i "$ID" -- wc -l 2>&1)
 [ "$(echo $out)" = 2 ] && ok "exec -i passes standard input" || fail "exec -i passes standard input" "$out"

@@ -1,0 +1,93 @@
+# 13-cli.sh — one command-line grammar for every subcommand: --help
+# everywhere, --opt=value everywhere, the same one-line errors (exit 125,
+# nothing left behind), values checked before the command runs, and one line
+# saying why fluebox ended a command.
+. "$ROOT/tests/lib.sh"
+
+one_line() { # NAME — the last run printed exactly one line on stderr, starting "fluebox: "
+  local n; n=$(printf '%s\n' "$ERR" | grep -c .)
+  case "$ERR" in "fluebox: "*) [ "$n" = 1 ] && ok "$1: one line" || fail "$1: one line" "$n lines: $ERR";; *) fail "$1: starts with fluebox:" "$ERR";; esac
+}
+
+# --- --help for every subcommand, on stdout, exit 0 --------------------------------
+for cmd in "run" "learn" "session" "session create" "session ls" "session rm" "session info" \
+           "exec" "cp" "profile" "profile list" "profile show" "profile check" "profile bpf"; do
+  # shellcheck disable=SC2086
+  run_fb $cmd --help
+  case "$OUT" in "Usage: fluebox $cmd"*) [ "$RC" = 0 ] && ok "$cmd --help" || fail "$cmd --help" "exit $RC";;
+    *) fail "$cmd --help" "exit $RC: $(printf %s "$OUT$ERR" | head -c 200)";; esac
+done
+run_fb run -h
+case "$OUT" in *"--mem SIZE"*"--report FILE"*) ok "run -h lists the options";; *) fail "run -h lists the options" "$OUT";; esac
+run_fb session create --help
+case "$OUT" in *"--report"*|*"--cow-upper"*|*"--net-log"*) fail "session create --help lists only what a session accepts" "$OUT";;
+  *"--workspace DIR"*"--ttl DURATION"*|*"--ttl DURATION"*"--workspace DIR"*) ok "session create --help lists only what a session accepts";;
+  *) fail "session create --help lists its options" "$OUT";; esac
+run_fb run -- --help
+[ "$RC" = 127 ] && ok "run -- --help: --help after -- belongs to the command" || fail "run -- --help" "exit $RC $ERR"
+
+# --- --opt=value and --opt value mean the same ---------------------------------------
+expect_out "run --opt=value" "fluebox-eq" run --hostname=fluebox-eq --mem=64M -- hostname
+expect_out "run -q and --opt value" "fluebox-sp" run -q --hostname fluebox-sp -- hostname
+expect_out "run --cwd /" "/" run --cwd / -- pwd
+expect_out "run --cwd=/tmp" "/tmp" run --cwd=/tmp -- pwd
+
+# --- errors: one line, 125, nothing left behind ------------------------------------
+for cmd in "run" "learn --out=$T/l.json" "session create" "session ls" "exec" "cp" "profile show"; do
+  # shellcheck disable=SC2086
+  expect_err "$cmd: unknown option" 125 "unknown option --frobnicate" $cmd --frobnicate; one_line "$cmd: unknown option"
+done
+expect_err "a flag given a value" 125 "--cow takes no value" run --cow=yes -- true; one_line "flag with value"
+expect_err "an option without its value" 125 "--hostname needs a value" run --hostname; one_line "missing value"
+expect_err "an ambiguous abbreviation" 125 "ambiguous option --ne" run --ne x -- true
+expect_err "--changes without --cow" 125 "--changes needs --cow" run --changes "$T/changes.json" -- true; one_line "--changes without --cow"
+[ -e "$T/changes.json" ] && fail "--changes without --cow writes nothing" || ok "--changes without --cow writes nothing"
+expect_err "--allow-net with a URL" 125 "a pattern is a host name, not a URL (e.g. --allow-net example.com)" run --allow-net https://example.com/x -- true
+one_line "--allow-net with a URL"
+for o in mem disk fsize pids nofile; do
+  expect_err "--$o 0 is refused" 125 "--$o 0: 0 is not a limit" run --$o 0 -- true
+done
+expect_err "a session refuses --report before connecting" 125 "--report is not available for sessions" session create --socket "$T/none.sock" --report "$T/r.json"
+expect_err "a session refuses --net-log" 125 "--net-log is not available for sessions" session create --socket "$T/none.sock" --net-log "$T/n.log"
+expect_err "a session refuses --cow-upper" 125 "--cow-upper is not available for sessions" session create --socket "$T/none.sock" --cow-upper "$T"
+
+# --report to a path that cannot be written: refused before the command runs.
+mkdir -p "$T/ws"; chmod 777 "$T/ws"
+expect_err "--report into a missing directory" 125 "--report $T/nodir/r.json: No such file or directory" \
+  run --workspace "$T/ws" --report "$T/nodir/r.json" -- touch /workspace/ran
+one_line "--report into a missing directory"
+[ -e "$T/ws/ran" ] && fail "--report unwritable: the command did not run" "it ran" || ok "--report unwritable: the command did not run"
+expect_err "--report to a directory" 125 "Is a directory" run --report "$T" -- true
+if ! as_root; then
+  mkdir -p "$T/ro"; chmod 555 "$T/ro"
+  expect_err "--report into a read-only directory" 125 "Permission denied" run --report "$T/ro/r.json" -- true
+  [ -e "$T/ro/r.json" ] && fail "nothing written into the read-only directory" || ok "nothing written into the read-only directory"
+fi
+no_leftovers "bad options leave nothing behind"
+
+# --- why a run ended -----------------------------------------------------------------
+expect_err "timeout: 124" 124 "fluebox: the command timed out after 300 ms" run --timeout 300ms -- sleep 30
+one_line "timeout"
+run_fb run -q --timeout 300ms -- sleep 30
+[ "$RC" = 124 ] && [ -z "$ERR" ] && ok "timeout with -q: no line" || fail "timeout with -q: no line" "exit $RC: $ERR"
+if as_root; then
+  # tail of /dev/zero (no newline) keeps everything in memory.
+  run_fb run --mem 32M -- tail /dev/zero
+  case "$RC:$ERR" in "137:fluebox: the command ran out of memory (--mem 32M) and was killed by the OOM killer; exit 137") ok "OOM: 137 and one line";;
+    *) fail "OOM: 137 and one line" "exit $RC: $ERR";; esac
+fi
+
+# --- a missing cgroup delegation is said once per user and boot --------------------
+# (as the test user, who has none here; as root, simulated with FLUEBOX_CGROUP=none)
+if as_root; then export FLUEBOX_CGROUP=none; fi
+mkdir -p "$T/xdg1" "$T/xdg2"; chmod 700 "$T/xdg1" "$T/xdg2"; as_root || chown "$FB_AS" "$T/xdg1" "$T/xdg2"
+export XDG_RUNTIME_DIR=$T/xdg1
+run_fb run --mem 64M -- true
+case "$ERR" in *"limits not applied"*"once per boot"*) ok "no delegation: warned the first time";; *) fail "no delegation: warned the first time" "$ERR";; esac
+run_fb run --mem 64M --report "$T/r2.json" -- true
+case "$ERR" in *"limits not applied"*) fail "no delegation: not warned again" "$ERR";; *) ok "no delegation: not warned again";; esac
+grep -q '"limits_not_applied":\["memory"' "$T/r2.json" && ok "no delegation: the report still says so" || fail "no delegation: the report still says so" "$(head -c 300 "$T/r2.json")"
+XDG_RUNTIME_DIR=$T/xdg2 run_fb run --mem 64M -- true
+case "$ERR" in *"limits not applied"*) ok "no delegation: warned again for another user directory";; *) fail "no delegation: warned again for another user directory" "$ERR";; esac
+unset FLUEBOX_CGROUP
+no_leftovers "nothing left behind"
