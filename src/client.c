@@ -29,6 +29,32 @@ struct cli {
     const char *path;
 };
 
+/* The server must be ours or root's, or FLUEBOX_SERVER_UID's (a server
+ * another user opened to us): SO_PEERCRED says who called listen(). Anyone
+ * else could have put a socket where we look and would receive what we send. */
+static int check_peer(int fd, const char *sock, struct fb_err *err)
+{
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s: SO_PEERCRED", sock);
+    uid_t me = geteuid();
+    if (cr.uid == me || cr.uid == 0)
+        return 0;
+    const char *env = getenv("FLUEBOX_SERVER_UID");
+    uint64_t trusted;
+    if (env && *env) {
+        if (fb_parse_u64(env, &trusted) < 0)
+            return fb_errf(err, FB_EXIT_SETUP, "FLUEBOX_SERVER_UID=%s: expected a numeric uid", env);
+        if (trusted == cr.uid)
+            return 0;
+    }
+    return fb_errf(err, FB_EXIT_SETUP,
+                   "refusing to talk to the server at %s: it runs as uid %u, not as you (uid %u) "
+                   "or root (FLUEBOX_SERVER_UID=%u trusts it)",
+                   sock, (unsigned)cr.uid, (unsigned)me, (unsigned)cr.uid);
+}
+
 static int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
 {
     static char def[108];
@@ -53,6 +79,11 @@ static int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
         c->fd = -1;
         errno = e;
         return fb_errno(err, FB_EXIT_SETUP, "cannot reach the server at %s (is `fluebox serve` running?)", sock);
+    }
+    if (check_peer(c->fd, sock, err) < 0) {
+        close(c->fd);
+        c->fd = -1;
+        return -1;
     }
     return 0;
 }

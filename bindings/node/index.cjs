@@ -13,6 +13,7 @@ module.exports = {
   ExecStream: client.ExecStream,
   FlueboxError: errors.FlueboxError,
   ConnectionError: errors.ConnectionError,
+  UntrustedServerError: errors.UntrustedServerError,
   SandboxDiedError: errors.SandboxDiedError,
   SessionDeadError: errors.SessionDeadError,
   NotFoundError: errors.NotFoundError,

@@ -21,6 +21,9 @@ export interface ConnectOptions {
   /** How long a private server may take to accept connections (default 20000). */
   startTimeoutMs?: number;
   connectTimeoutMs?: number;
+  /** Also trust a server of this uid (a server another user opened to you);
+   * by default only your own or root's (also FLUEBOX_SERVER_UID). */
+  serverUid?: number;
   /** The environment used to find the socket and the binary (default process.env). */
   env?: Record<string, string | undefined>;
 }
@@ -310,6 +313,9 @@ export declare class ConnectionError extends FlueboxError {
   /** The system error code of a failed connect (ENOENT, ECONNREFUSED, ...). */
   syscallCode?: string;
 }
+/** The socket, its directory or the server is not yours, root's or serverUid's:
+ * code "untrusted_server"; nothing was sent. */
+export declare class UntrustedServerError extends FlueboxError {}
 /** The sandbox died while the call was in flight: code "session_dead", type "sandbox_died". */
 export declare class SandboxDiedError extends FlueboxError {
   constructor(message: string, extra?: Record<string, unknown>);

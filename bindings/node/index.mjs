@@ -8,6 +8,7 @@ export const {
   ExecStream,
   FlueboxError,
   ConnectionError,
+  UntrustedServerError,
   SandboxDiedError,
   SessionDeadError,
   NotFoundError,

@@ -91,3 +91,27 @@ XDG_RUNTIME_DIR=$T/xdg2 run_fb run --mem 64M -- true
 case "$ERR" in *"limits not applied"*) ok "no delegation: warned again for another user directory";; *) fail "no delegation: warned again for another user directory" "$ERR";; esac
 unset FLUEBOX_CGROUP
 no_leftovers "nothing left behind"
+
+# --- the CLI talks only to its own user's server (or root's, or FLUEBOX_SERVER_UID's) --
+if as_root && id fbtest >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; then
+  other=$(id -u fbtest)
+  mkdir -p "$T/fake"; chown fbtest "$T/fake"
+  # A listener of another user that records what it is sent and hangs up.
+  setpriv --reuid=fbtest --regid=fbtest --clear-groups -- /usr/bin/python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(4)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    d = c.recv(65536)
+    if d: open(sys.argv[2], "ab").write(d)
+    c.close()' "$T/fake/s.sock" "$T/fake/got" > "$T/fake.ready" &
+  FAKE=$!
+  for _ in $(seq 1 200); do grep -q ready "$T/fake.ready" 2>/dev/null && break; sleep 0.05; done
+  expect_err "a server of another uid is refused" 125 "refusing to talk to the server at $T/fake/s.sock: it runs as uid $other" session ls --socket "$T/fake/s.sock"
+  one_line "a server of another uid is refused"
+  [ -e "$T/fake/got" ] && fail "nothing was sent to it" "$(head -c 200 "$T/fake/got")" || ok "nothing was sent to it"
+  FLUEBOX_SERVER_UID=$other run_fb session ls --socket "$T/fake/s.sock"
+  case "$ERR" in *refusing*) fail "FLUEBOX_SERVER_UID trusts it" "$ERR";; *) ok "FLUEBOX_SERVER_UID trusts it";; esac
+  kill "$FAKE" 2>/dev/null; wait "$FAKE" 2>/dev/null
+fi

@@ -9,7 +9,7 @@
 
 const crypto = require('node:crypto');
 const { Connection } = require('./connection.cjs');
-const { defaultSocketPath, PrivateServer } = require('./server.cjs');
+const { defaultSocketPath, trustedUids, checkSocketPath, PrivateServer } = require('./server.cjs');
 const {
   CommitError,
   ConnectionError,
@@ -102,15 +102,22 @@ class Fluebox {
    *   close() or when this process exits.
    * - `private: true`: always start a private server.
    * - `autoStart: false`: never start one.
+   * The socket must be this user's or root's, or `serverUid`'s (or
+   * FLUEBOX_SERVER_UID's) when another user runs the server for you, in a
+   * directory only they can change: otherwise UntrustedServerError, before
+   * anything is sent.
    */
   static async connect(opts = {}) {
-    checkKeys(opts, new Set(['socket', 'binary', 'private', 'autoStart', 'serverArgs', 'startTimeoutMs', 'connectTimeoutMs', 'env']), 'Fluebox.connect');
+    checkKeys(opts, new Set(['socket', 'binary', 'private', 'autoStart', 'serverArgs', 'startTimeoutMs', 'connectTimeoutMs', 'env', 'serverUid']), 'Fluebox.connect');
+    const uids = trustedUids(opts.serverUid, opts.env || process.env);
     if (opts.socket) {
+      checkSocketPath(opts.socket, uids);
       const conn = await Connection.open(opts.socket, { timeoutMs: opts.connectTimeoutMs });
       return new Fluebox(conn, { socket: opts.socket, opts });
     }
     if (!opts.private) {
       const sock = defaultSocketPath(opts.env || process.env);
+      checkSocketPath(sock, uids);
       try {
         const conn = await Connection.open(sock, { timeoutMs: opts.connectTimeoutMs });
         return new Fluebox(conn, { socket: sock, opts });

@@ -35,6 +35,13 @@ class ConnectionError extends FlueboxError {
   }
 }
 
+/** The socket, its directory or the server behind it is not the user's (nor
+ * root's, nor the `serverUid` given): another user could have planted it.
+ * Nothing was sent. */
+class UntrustedServerError extends FlueboxError {
+  constructor(message, extra) { super('untrusted_server', message, extra); this.name = 'UntrustedServerError'; }
+}
+
 /** The session's sandbox died (its init was killed, it was destroyed, or the
  * server went away) while the call was in flight. `code` is the server's
  * `session_dead` (or `connection_closed`); `type` is `sandbox_died`, the name
@@ -141,6 +148,7 @@ function abortError(signal, what) {
 module.exports = {
   FlueboxError,
   ConnectionError,
+  UntrustedServerError,
   SandboxDiedError,
   SessionDeadError: SandboxDiedError,
   NotFoundError,

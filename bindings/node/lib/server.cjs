@@ -12,26 +12,85 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Connection } = require('./connection.cjs');
-const { FlueboxError } = require('./errors.cjs');
+const { FlueboxError, UntrustedServerError } = require('./errors.cjs');
 
-function ownedDir(p, uid) {
+/** Why p is not a private directory of uid (null when it is): a directory,
+ * not a symlink, owned by uid, mode 0700 (nobody else may add a socket). */
+function privateDirProblem(p, uid) {
+  let st;
   try {
-    const st = fs.statSync(p);
-    return st.isDirectory() && st.uid === uid;
-  } catch {
-    return false;
+    st = fs.lstatSync(p);
+  } catch (e) {
+    return `${p}: ${e.code}`;
   }
+  if (!st.isDirectory()) return `${p} is not a directory`;
+  if (st.uid !== uid) return `${p} is owned by uid ${st.uid}, not by you (uid ${uid})`;
+  if (st.mode & 0o077) return `${p} has mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}; it must be 0700`;
+  return null;
 }
 
-/** The socket path a client uses when none is given. */
+/** The socket path a client uses when none is given: in the user's private
+ * directory, the same rule as the server's (docs/protocol.md section 1).
+ * Throws UntrustedServerError when the last choice, /tmp/fluebox-UID, exists
+ * but is not private (another user could have made it to catch the client). */
 function defaultSocketPath(env = process.env) {
   if (env.FLUEBOX_SOCKET) return env.FLUEBOX_SOCKET;
   const uid = process.getuid ? process.getuid() : 0;
   const xdg = env.XDG_RUNTIME_DIR;
-  if (xdg && ownedDir(xdg, uid)) return path.join(xdg, 'fluebox.sock');
+  if (xdg && path.isAbsolute(xdg) && !privateDirProblem(xdg, uid)) return path.join(xdg, 'fluebox.sock');
   const run = `/run/user/${uid}`;
-  if (ownedDir(run, uid)) return path.join(run, 'fluebox.sock');
-  return `/tmp/fluebox-${uid}/fluebox.sock`;
+  if (!privateDirProblem(run, uid)) return path.join(run, 'fluebox.sock');
+  const d = `/tmp/fluebox-${uid}`;
+  let exists = true;
+  try { fs.lstatSync(d); } catch { exists = false; }
+  if (exists) {
+    const why = privateDirProblem(d, uid);
+    if (why) throw new UntrustedServerError(`refusing to use the socket in ${d}: ${why}`, { path: d });
+  }
+  return path.join(d, 'fluebox.sock');
+}
+
+/** Whose server a client talks to: the user's own, root's, and the one named
+ * by `serverUid` or FLUEBOX_SERVER_UID (a server another user opened to you). */
+function trustedUids(serverUid, env = process.env) {
+  const uids = [process.getuid ? process.getuid() : 0, 0];
+  let extra = serverUid;
+  if (extra === undefined || extra === null) {
+    if (env.FLUEBOX_SERVER_UID) {
+      if (!/^[0-9]+$/.test(env.FLUEBOX_SERVER_UID)) throw new TypeError(`FLUEBOX_SERVER_UID must be a numeric uid, not ${JSON.stringify(env.FLUEBOX_SERVER_UID)}`);
+      extra = Number(env.FLUEBOX_SERVER_UID);
+    }
+  }
+  if (extra !== undefined && extra !== null) {
+    if (!Number.isInteger(extra) || extra < 0) throw new TypeError(`serverUid must be a numeric uid, not ${JSON.stringify(extra)}`);
+    uids.push(extra);
+  }
+  return uids;
+}
+
+/** Before connecting: the socket file belongs to a trusted uid, and so does
+ * its directory, which nobody else may change (not writable by group or
+ * others, unless sticky like /tmp). Node.js cannot read SO_PEERCRED; a
+ * listener can only have bound a path that its owner could create, in a
+ * directory where only trusted users can replace it, so this stands in for
+ * the server's uid that the C and Python clients also check. */
+function checkSocketPath(sockPath, uids) {
+  const me = uids[0];
+  const also = uids.length > 2 && !uids.slice(0, 2).includes(uids[2]) ? ` or uid ${uids[2]}` : ' (pass serverUid to trust another)';
+  const dir = path.dirname(path.resolve(sockPath));
+  let dst;
+  try { dst = fs.statSync(dir); } catch { return; } // connect() says what is missing
+  if (!uids.includes(dst.uid)) {
+    throw new UntrustedServerError(`refusing to connect to ${sockPath}: its directory ${dir} is owned by uid ${dst.uid}, not by you (uid ${me}) or root${also}`, { path: sockPath });
+  }
+  if ((dst.mode & 0o022) && !(dst.mode & 0o1000)) {
+    throw new UntrustedServerError(`refusing to connect to ${sockPath}: its directory ${dir} has mode ${(dst.mode & 0o7777).toString(8).padStart(4, '0')} (others could replace the socket)`, { path: sockPath });
+  }
+  let st;
+  try { st = fs.lstatSync(sockPath); } catch { return; }
+  if (!uids.includes(st.uid)) {
+    throw new UntrustedServerError(`refusing to connect to ${sockPath}: the socket is owned by uid ${st.uid}, not by you (uid ${me}) or root${also}`, { path: sockPath });
+  }
 }
 
 function isExecutable(p) {
@@ -192,4 +251,4 @@ class PrivateServer {
   }
 }
 
-module.exports = { defaultSocketPath, findBinary, PrivateServer };
+module.exports = { defaultSocketPath, trustedUids, checkSocketPath, findBinary, PrivateServer };

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Fluebox, ConnectionError, FlueboxError, defaultSocketPath, findBinary } from '../index.mjs';
+import { Fluebox, ConnectionError, FlueboxError, UntrustedServerError, defaultSocketPath, findBinary } from '../index.mjs';
 import { binary, startServer, tmpdir, pidAlive, waitFor } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -42,9 +42,14 @@ describe('connect', () => {
   test('the default socket rule without FLUEBOX_SOCKET', () => {
     const uid = process.getuid();
     const xdg = tmpdir();
+    fs.chmodSync(xdg, 0o700);
     assert.equal(defaultSocketPath({ XDG_RUNTIME_DIR: xdg }), path.join(xdg, 'fluebox.sock'));
+    const fallback = [`/run/user/${uid}/fluebox.sock`, `/tmp/fluebox-${uid}/fluebox.sock`];
     const p = defaultSocketPath({ XDG_RUNTIME_DIR: '/nonexistent' });
-    assert.ok(p === `/run/user/${uid}/fluebox.sock` || p === `/tmp/fluebox-${uid}/fluebox.sock`, p);
+    assert.ok(fallback.includes(p), p);
+    // A runtime directory others can enter is not the user's private one.
+    fs.chmodSync(xdg, 0o755);
+    assert.ok(fallback.includes(defaultSocketPath({ XDG_RUNTIME_DIR: xdg })));
   });
 
   test('autoStart: false with nothing listening rejects', async () => {
@@ -113,4 +118,62 @@ describe('connect', () => {
       await waitFor(() => !pidAlive(info.pid), 15000, 'private server exit');
     });
   }
+});
+
+// Whose server the client talks to (docs/protocol.md section 1): its own, root's,
+// or serverUid's; a socket of anyone else is refused before anything is sent.
+function otherUid() {
+  if (process.getuid() !== 0) return null;
+  try {
+    const line = fs.readFileSync('/etc/passwd', 'utf8').split('\n').find((l) => l.startsWith('fbtest:'));
+    return line ? Number(line.split(':')[2]) : null;
+  } catch { return null; }
+}
+
+// A listener of another uid (setpriv), in a directory of that uid; it records
+// whatever a client sends it.
+async function fakeServer(uid) {
+  const dir = tmpdir('fbfake-');
+  fs.chownSync(dir, uid, uid);
+  const sock = path.join(dir, 'fake.sock');
+  const got = path.join(dir, 'got');
+  const code = `const net=require('net'),fs=require('fs');net.createServer(c=>c.on('data',d=>fs.appendFileSync(${JSON.stringify(got)},d))).listen(${JSON.stringify(sock)},()=>console.log('ready'));`;
+  const proc = spawn('setpriv', [`--reuid=${uid}`, `--regid=${uid}`, '--clear-groups', process.execPath, '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve, reject) => {
+    proc.stdout.once('data', resolve);
+    proc.once('exit', (c) => reject(new Error(`fake server exited ${c}`)));
+  });
+  cleanup.push(async () => { proc.kill('SIGKILL'); fs.rmSync(dir, { recursive: true, force: true }); });
+  return { sock, got, dir };
+}
+
+describe('trust', () => {
+  const uid = otherUid();
+  test('a socket of another user is refused, nothing sent', { skip: uid === null && 'needs root and the fbtest user' }, async () => {
+    const f = await fakeServer(uid);
+    await assert.rejects(Fluebox.connect({ socket: f.sock }),
+      (e) => e instanceof UntrustedServerError && e.code === 'untrusted_server' && /owned by uid \d+, not by you/.test(e.message));
+    assert.equal(fs.existsSync(f.got), false);
+    // Told to trust that uid: it connects.
+    const fb = await Fluebox.connect({ socket: f.sock, serverUid: uid });
+    await fb.close();
+    const fb2 = await Fluebox.connect({ socket: f.sock, env: { ...process.env, FLUEBOX_SERVER_UID: String(uid) } });
+    await fb2.close();
+  });
+
+  test('the default directory of someone else is refused', { skip: uid === null && 'needs root and the fbtest user' }, async () => {
+    const f = await fakeServer(uid);
+    assert.notEqual(defaultSocketPath({ XDG_RUNTIME_DIR: f.dir }), f.sock.replace('fake.sock', 'fluebox.sock'));
+    await assert.rejects(Fluebox.connect({ env: { ...process.env, FLUEBOX_SOCKET: f.sock }, autoStart: false }), UntrustedServerError);
+  });
+
+  test('a socket in a directory others may write is refused', async () => {
+    const d = tmpdir();
+    fs.chmodSync(d, 0o777);
+    await assert.rejects(Fluebox.connect({ socket: path.join(d, 's.sock') }), (e) => e instanceof UntrustedServerError && /others could replace the socket/.test(e.message));
+  });
+
+  test('a bad serverUid is a TypeError', async () => {
+    await assert.rejects(Fluebox.connect({ socket: path.join(tmpdir(), 'x.sock'), serverUid: 'alice' }), TypeError);
+  });
 });

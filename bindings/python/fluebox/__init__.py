@@ -31,6 +31,7 @@ from .errors import (
     SessionDead,
     ShuttingDown,
     TooLarge,
+    UntrustedServer,
 )
 
 __version__ = "0.1.0"
@@ -58,6 +59,7 @@ __all__ = [
     "NotSupported",
     "SandboxFailed",
     "TooLarge",
+    "UntrustedServer",
     "ShuttingDown",
     "ProtocolError",
     "BinaryNotFound",

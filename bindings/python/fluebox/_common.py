@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from .errors import BinaryNotFound, FlueboxError, TooLarge
+from .errors import BinaryNotFound, FlueboxError, TooLarge, UntrustedServer
 
 # The server's default request line limit (server.info limits.maxMessageBytes).
 DEFAULT_MAX_MESSAGE = 16 * 1024 * 1024
@@ -160,6 +160,11 @@ def ceil_ms(seconds: Optional[float] = None, ms: Optional[float] = None, what: s
     """Seconds (or milliseconds) to whole milliseconds, rounded up."""
     if seconds is not None and ms is not None:
         raise TypeError("give %s or %s_ms, not both" % (what, what))
+    for name, v in ((what, seconds), (what + "_ms", ms)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise TypeError("%s must be a number of %s (e.g. %s=%s), not %r"
+                            % (name, "seconds" if name == what else "milliseconds", name,
+                               "10" if name == what else "10000", v))
     if seconds is not None:
         ms = seconds * 1000.0
     if ms is None:
@@ -352,27 +357,109 @@ def chunk_data(r: Mapping[str, Any], as_bytes: bool) -> Union[str, bytes]:
 # ---- finding and starting a server -----------------------------------------
 
 
-def _owned_dir(p: str, uid: int) -> bool:
+def _private_dir_problem(p: str, uid: int) -> Optional[str]:
+    """Why p is not a private directory of uid (None when it is): a directory,
+    not a symlink, owned by uid, mode 0700 (nobody else may add a socket)."""
     try:
-        st = os.stat(p)
-    except OSError:
-        return False
-    return _stat.S_ISDIR(st.st_mode) and st.st_uid == uid
+        st = os.lstat(p)
+    except OSError as e:
+        return "%s: %s" % (p, e.strerror)
+    if not _stat.S_ISDIR(st.st_mode):
+        return "%s is not a directory" % p
+    if st.st_uid != uid:
+        return "%s is owned by uid %d, not by you (uid %d)" % (p, st.st_uid, uid)
+    if st.st_mode & 0o077:
+        return "%s has mode %04o; it must be 0700" % (p, _stat.S_IMODE(st.st_mode))
+    return None
 
 
 def default_socket_path(env: Optional[Mapping[str, str]] = None) -> str:
-    """The socket a client uses when none is given (docs/protocol.md, 1)."""
+    """The socket a client uses when none is given (docs/protocol.md, 1): in
+    the user's private directory, the same rule as the server's. Raises
+    UntrustedServer when the last choice, /tmp/fluebox-UID, exists but is not
+    private (another user could have made it to catch the connection)."""
     env = os.environ if env is None else env
     if env.get("FLUEBOX_SOCKET"):
         return env["FLUEBOX_SOCKET"]
     uid = os.getuid()
     xdg = env.get("XDG_RUNTIME_DIR")
-    if xdg and _owned_dir(xdg, uid):
+    if xdg and os.path.isabs(xdg) and _private_dir_problem(xdg, uid) is None:
         return os.path.join(xdg, "fluebox.sock")
     run = "/run/user/%d" % uid
-    if _owned_dir(run, uid):
+    if _private_dir_problem(run, uid) is None:
         return os.path.join(run, "fluebox.sock")
-    return "/tmp/fluebox-%d/fluebox.sock" % uid
+    d = "/tmp/fluebox-%d" % uid
+    if os.path.lexists(d):
+        why = _private_dir_problem(d, uid)
+        if why:
+            raise UntrustedServer("refusing to use the socket in %s: %s" % (d, why), {"path": d})
+    return os.path.join(d, "fluebox.sock")
+
+
+def trusted_uids(server_uid: Optional[int] = None,
+                 env: Optional[Mapping[str, str]] = None) -> List[int]:
+    """Whose server a client talks to: the user's own, root's, and the one
+    named by ``server_uid`` or FLUEBOX_SERVER_UID (a server another user
+    opened to you)."""
+    env = os.environ if env is None else env
+    uids = [os.getuid(), 0]
+    if server_uid is None and env.get("FLUEBOX_SERVER_UID"):
+        try:
+            server_uid = int(env["FLUEBOX_SERVER_UID"])
+        except ValueError:
+            raise ValueError("FLUEBOX_SERVER_UID must be a numeric uid, not %r"
+                             % env["FLUEBOX_SERVER_UID"]) from None
+    if server_uid is not None:
+        if isinstance(server_uid, bool) or not isinstance(server_uid, int) or server_uid < 0:
+            raise TypeError("server_uid must be a numeric uid, not %r" % (server_uid,))
+        uids.append(server_uid)
+    return uids
+
+
+def check_socket_path(path: str, uids: Sequence[int]) -> None:
+    """Before connecting: the socket file belongs to a trusted uid, and its
+    directory too and nobody else can replace what is in it (not writable by
+    group or others, unless sticky like /tmp)."""
+    d = os.path.dirname(os.path.abspath(path)) or "/"
+    try:
+        dst = os.stat(d)
+    except OSError:
+        return  # connect() will say what is missing
+    if dst.st_uid not in uids:
+        raise UntrustedServer("refusing to connect to %s: its directory %s is owned by uid %d, "
+                              "not by you (uid %d) or root%s" % (path, d, dst.st_uid, os.getuid(),
+                                                                 _also(uids)), {"path": path})
+    if dst.st_mode & 0o022 and not dst.st_mode & _stat.S_ISVTX:
+        raise UntrustedServer("refusing to connect to %s: its directory %s has mode %04o (others "
+                              "could replace the socket)" % (path, d, _stat.S_IMODE(dst.st_mode)),
+                              {"path": path})
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if st.st_uid not in uids:
+        raise UntrustedServer("refusing to connect to %s: the socket is owned by uid %d, not by "
+                              "you (uid %d) or root%s" % (path, st.st_uid, os.getuid(), _also(uids)),
+                              {"path": path})
+
+
+def check_peer(sock: Any, path: str, uids: Sequence[int]) -> None:
+    """After connecting: the process that listens is a trusted uid's
+    (SO_PEERCRED: the credentials it had when it called listen)."""
+    import socket as _socket
+    import struct
+    raw = sock.getsockopt(_socket.SOL_SOCKET, getattr(_socket, "SO_PEERCRED", 17),
+                          struct.calcsize("3i"))
+    _pid, uid, _gid = struct.unpack("3i", raw)
+    if uid not in uids:
+        raise UntrustedServer("refusing to talk to the server at %s: it runs as uid %d, not as you "
+                              "(uid %d) or root%s" % (path, uid, os.getuid(), _also(uids)),
+                              {"path": path, "uid": uid})
+
+
+def _also(uids: Sequence[int]) -> str:
+    extra = [u for u in uids[2:] if u not in uids[:2]]
+    return (" or uid %d" % extra[0]) if extra else " (pass server_uid=N to trust another)"
 
 
 def find_binary(binary: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> str:

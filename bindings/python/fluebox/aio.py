@@ -59,13 +59,21 @@ class _AsyncConnection:
         self._task = asyncio.ensure_future(self._read_loop())
 
     @classmethod
-    async def open(cls, path: str, connect_timeout: float = 10.0) -> "_AsyncConnection":
+    async def open(cls, path: str, connect_timeout: float = 10.0,
+                   server_uid: Optional[int] = None) -> "_AsyncConnection":
+        uids = C.trusted_uids(server_uid)
+        C.check_socket_path(path, uids)
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_unix_connection(path, limit=LINE_LIMIT), connect_timeout)
         except (OSError, asyncio.TimeoutError) as e:
             raise ConnectionClosed("cannot connect to fluebox at %s: %s"
                                    % (path, getattr(e, "strerror", None) or e or "timed out")) from e
+        try:
+            C.check_peer(writer.get_extra_info("socket"), path, uids)
+        except BaseException:
+            writer.close()
+            raise
         return cls(path, reader, writer)
 
     @property
@@ -215,14 +223,17 @@ class AsyncFluebox:
         server_args: Sequence[str] = (),
         start_timeout: float = 20.0,
         connect_timeout: float = 10.0,
+        server_uid: Optional[int] = None,
     ) -> "AsyncFluebox":
         """As Fluebox.connect: a given socket, else the default one if a server
-        listens there, else a private server that stops with this client."""
+        listens there, else a private server that stops with this client; the
+        same checks of whose server it is (``server_uid``)."""
         if socket:
-            return cls(await _AsyncConnection.open(socket, connect_timeout))
+            return cls(await _AsyncConnection.open(socket, connect_timeout, server_uid))
         if not private:
             try:
-                return cls(await _AsyncConnection.open(C.default_socket_path(), connect_timeout))
+                return cls(await _AsyncConnection.open(C.default_socket_path(), connect_timeout,
+                                                       server_uid))
             except ConnectionClosed:
                 if not auto_start:
                     raise

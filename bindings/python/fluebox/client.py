@@ -51,15 +51,21 @@ class _Pending:
 class _Connection:
     """A socket, a reader thread, and the table of pending requests."""
 
-    def __init__(self, path: str, connect_timeout: float = 10.0):
+    def __init__(self, path: str, connect_timeout: float = 10.0, server_uid: Optional[int] = None):
+        uids = C.trusted_uids(server_uid)
+        C.check_socket_path(path, uids)
         s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         s.settimeout(connect_timeout)
         try:
             s.connect(path)
+            C.check_peer(s, path, uids)
         except OSError as e:
             s.close()
             raise ConnectionClosed("cannot connect to fluebox at %s: %s" % (path, e.strerror or e),
                                    {"errno": e.errno}) from e
+        except BaseException:
+            s.close()
+            raise
         s.settimeout(None)
         self.path = path
         self._sock = s
@@ -235,15 +241,21 @@ class Fluebox:
         server_args: Sequence[str] = (),
         start_timeout: float = 20.0,
         connect_timeout: float = 10.0,
+        server_uid: Optional[int] = None,
     ) -> "Fluebox":
         """Connects to ``socket``; or, without it, to the default socket if a
         server listens there, else starts a private ``fluebox serve`` (binary
-        from ``binary``, FLUEBOX_BIN or PATH) that stops with this client."""
+        from ``binary``, FLUEBOX_BIN or PATH) that stops with this client.
+
+        The server must run as this user or root, or as ``server_uid`` (or
+        FLUEBOX_SERVER_UID) when another user runs it for you; its socket and
+        the directory it is in must belong to one of them. Otherwise
+        UntrustedServer, before anything is sent."""
         if socket:
-            return cls(_Connection(socket, connect_timeout))
+            return cls(_Connection(socket, connect_timeout, server_uid))
         if not private:
             try:
-                return cls(_Connection(C.default_socket_path(), connect_timeout))
+                return cls(_Connection(C.default_socket_path(), connect_timeout, server_uid))
             except ConnectionClosed:
                 if not auto_start:
                     raise

@@ -26,6 +26,7 @@ __all__ = [
     "ProtocolError",
     "BinaryNotFound",
     "ServerFailed",
+    "UntrustedServer",
     "FileSystemError",
     "CommitError",
     "from_wire",
@@ -86,6 +87,10 @@ TooLarge = _simple("TooLarge", "too_large", "A message or parameter exceeds its 
 ShuttingDown = _simple("ShuttingDown", "shutting_down", "The server is stopping; the request was not executed.")
 BinaryNotFound = _simple("BinaryNotFound", "binary_not_found", "No fluebox binary to start a private server with.")
 ServerFailed = _simple("ServerFailed", "server_failed", "A private fluebox server could not be started.")
+UntrustedServer = _simple(
+    "UntrustedServer", "untrusted_server",
+    "The socket or the process behind it is not the user's (nor root's, nor the "
+    "``server_uid`` given): another user could have planted it. Nothing was sent.")
 
 
 class CommitError(FlueboxError):

@@ -152,6 +152,11 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(fluebox._common.ceil_ms(1.0001), 1001)
         with self.assertRaises(ValueError):
             self.s.exec("true", timeout=-1)
+        # A duration string is a clear error, not "can't multiply sequence".
+        with self.assertRaisesRegex(TypeError, r"timeout must be a number of seconds \(e.g. timeout=10\), not '10s'"):
+            self.s.exec("true", timeout="10s")
+        with self.assertRaisesRegex(TypeError, "number of seconds"):
+            self.fb.create_session(timeout="10s")
 
     def test_exec_kill(self):
         out = {}

@@ -11,7 +11,8 @@ import time
 import unittest
 
 import fluebox
-from fluebox import BinaryNotFound, ConnectionClosed, Fluebox, ServerFailed, default_socket_path, find_binary
+from fluebox import (BinaryNotFound, ConnectionClosed, Fluebox, ServerFailed, UntrustedServer,
+                     default_socket_path, find_binary)
 
 from helpers import QUICK, REPO, Server, binary, pid_alive, tmpdir, wait_for
 
@@ -51,9 +52,14 @@ class ConnectTest(unittest.TestCase):
     def test_default_socket_rule(self):
         uid = os.getuid()
         d = tmpdir()
+        os.chmod(d, 0o700)
         self.assertEqual(default_socket_path({"XDG_RUNTIME_DIR": d}), os.path.join(d, "fluebox.sock"))
+        fallback = ("/run/user/%d/fluebox.sock" % uid, "/tmp/fluebox-%d/fluebox.sock" % uid)
         p = default_socket_path({"XDG_RUNTIME_DIR": "/nonexistent"})
-        self.assertIn(p, ("/run/user/%d/fluebox.sock" % uid, "/tmp/fluebox-%d/fluebox.sock" % uid))
+        self.assertIn(p, fallback)
+        # A runtime directory others can read or enter is not the user's private one.
+        os.chmod(d, 0o755)
+        self.assertIn(default_socket_path({"XDG_RUNTIME_DIR": d}), fallback)
 
     def test_private_server_stops_on_close(self):
         fb = Fluebox.connect(private=True, binary=binary())
@@ -129,6 +135,92 @@ class ConnectTest(unittest.TestCase):
         p.send_signal(signal.SIGKILL)
         p.wait(10)
         wait_for(lambda: not pid_alive(pid), 15, "private server exit")
+
+
+def _other_uid():
+    import pwd
+    if os.getuid() != 0:
+        raise unittest.SkipTest("needs root to act as another user")
+    try:
+        return pwd.getpwnam("fbtest").pw_uid
+    except KeyError:
+        raise unittest.SkipTest("no user fbtest") from None
+
+
+# A listener that is not the user's: bound by the test (root) in a directory
+# of the given owner, then listening as another uid. Prints "ready".
+_FAKE_SERVER = r"""
+import os, socket, sys
+path, uid = sys.argv[1], int(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+os.chmod(path, 0o666)
+os.setgid(uid); os.setuid(uid)   # SO_PEERCRED reports who called listen()
+s.listen(8)
+print("ready", flush=True)
+while True:
+    c, _ = s.accept()
+    data = c.recv(65536)   # what a client would have sent to an impostor
+    if data:
+        sys.stderr.buffer.write(b"GOT " + data)
+        sys.stderr.flush()
+    c.close()
+"""
+
+
+class TrustTest(unittest.TestCase):
+    """The client talks only to a server of the user's own, of root, or of the
+    uid it is told to trust (docs/protocol.md 1), and says so plainly."""
+
+    def _fake(self, d, uid):
+        path = os.path.join(d, "fake.sock")
+        p = subprocess.Popen([sys.executable, "-c", _FAKE_SERVER, path, str(uid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: (p.kill(), p.wait()))
+        self.assertEqual(p.stdout.readline().strip(), b"ready")
+        return path, p
+
+    def test_server_of_another_uid_is_refused(self):
+        other = _other_uid()
+        d = tmpdir()   # root's, 0755: the socket file is root's too
+        path, p = self._fake(d, other)
+        with self.assertRaisesRegex(UntrustedServer, "runs as uid %d, not as you" % other):
+            Fluebox.connect(path)
+        with self.assertRaises(UntrustedServer):
+            import asyncio
+            from fluebox import AsyncFluebox
+            asyncio.run(AsyncFluebox.connect(path))
+        # Told to trust that uid: it connects.
+        Fluebox.connect(path, server_uid=other).close()
+        old = os.environ.get("FLUEBOX_SERVER_UID")
+        os.environ["FLUEBOX_SERVER_UID"] = str(other)
+        try:
+            Fluebox.connect(path).close()
+        finally:
+            if old is None:
+                del os.environ["FLUEBOX_SERVER_UID"]
+            else:
+                os.environ["FLUEBOX_SERVER_UID"] = old
+
+    def test_socket_in_another_users_directory_is_refused(self):
+        other = _other_uid()
+        d = tmpdir()
+        os.chown(d, other, other)
+        path, p = self._fake(d, other)
+        with self.assertRaisesRegex(UntrustedServer, "owned by uid %d" % other):
+            Fluebox.connect(path)
+        # The default path in a runtime directory of someone else: not used.
+        self.assertNotEqual(default_socket_path({"XDG_RUNTIME_DIR": d}), os.path.join(d, "fluebox.sock"))
+
+    def test_socket_in_a_directory_others_may_write(self):
+        d = tmpdir()
+        os.chmod(d, 0o777)
+        with self.assertRaisesRegex(UntrustedServer, "others could replace the socket"):
+            Fluebox.connect(os.path.join(d, "s.sock"))
+
+    def test_bad_server_uid(self):
+        with self.assertRaisesRegex(TypeError, "server_uid must be a numeric uid"):
+            Fluebox.connect(os.path.join(tmpdir(), "none.sock"), server_uid="alice")
 
 
 class MainTest(unittest.TestCase):
