@@ -22,12 +22,12 @@
 #include "init.h"
 
 #include "ctl.h"
+#include "safeopen.h"
 #include "session.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/magic.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -131,24 +131,12 @@ static bool hbool(json_t *h, const char *k)
     return json_is_true(json_object_get(h, k));
 }
 
-static bool have_openat2 = true;
-
-/* Open without following "magic" /proc links (fd/, cwd, root, exe). */
+/* Open without following "magic" /proc links (fd/, cwd, root, exe): init
+ * runs under the sandbox's seccomp filters, which answer openat2 with
+ * ENOSYS, so the walk is done here (safeopen.c). */
 static int open_safe(const char *path, int flags, mode_t mode)
 {
-    if (have_openat2) {
-        struct open_how how = {.flags = (uint64_t)flags, .mode = (flags & O_CREAT) ? mode : 0,
-                               .resolve = RESOLVE_NO_MAGICLINKS};
-        long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
-        if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
-            return (int)fd;
-        if (errno == ENOSYS || errno == EPERM) {
-            /* EPERM: a seccomp filter that does not know openat2. A real
-             * EPERM from the filesystem would come from openat as well. */
-            have_openat2 = false;
-        }
-    }
-    return openat(AT_FDCWD, path, flags, mode);
+    return safe_open(path, flags, mode, true);
 }
 
 /* /proc inside the sandbox describes this init when a path says "self":
@@ -435,10 +423,14 @@ static void op_stat(int64_t tag, json_t *h, bool exists)
         return reply_errno(tag, EINVAL);
     bool follow = !json_is_false(json_object_get(h, "follow"));
     struct stat st;
-    if (fstatat(AT_FDCWD, path, &st, follow ? 0 : AT_SYMLINK_NOFOLLOW) < 0) {
-        if (exists && (errno == ENOENT || errno == ENOTDIR))
+    int pfd = safe_open(path, O_PATH | O_CLOEXEC, 0, follow);
+    if (pfd < 0 || fstat(pfd, &st) < 0) {
+        int e = errno;
+        if (pfd >= 0)
+            close(pfd);
+        if (exists && (e == ENOENT || e == ENOTDIR))
             return reply_ok(tag, json_pack("{s:b}", "exists", 0), NULL, 0);
-        return reply_errno(tag, errno);
+        return reply_errno(tag, e);
     }
     if (exists)
         return reply_ok(tag, json_pack("{s:b, s:s}", "exists", 1, "type", type_name(st.st_mode)),
@@ -446,12 +438,15 @@ static void op_stat(int64_t tag, json_t *h, bool exists)
     json_t *res = stat_json(&st);
     if (S_ISLNK(st.st_mode)) {
         char t[4096];
-        ssize_t l = readlinkat(AT_FDCWD, path, t, sizeof t - 1);
+        ssize_t l = readlinkat(pfd, "", t, sizeof t - 1);
+        close(pfd);
         if (l >= 0) {
             /* The server repairs non-UTF-8 bytes; send raw as payload. */
             return reply_ok(tag, res, t, (size_t)l);
         }
+        return reply_ok(tag, res, NULL, 0);
     }
+    close(pfd);
     reply_ok(tag, res, NULL, 0);
 }
 

@@ -550,7 +550,24 @@ def t_symlink_escape(srv):
     os.symlink("/proc/self/mem", os.path.join(ws, "mem"))
     os.symlink("/proc/self/fd/0", os.path.join(ws, "fd0"))
     os.symlink("/proc/1/environ", os.path.join(ws, "initenv"))
+    # Magic links that lead out of /proc: refused as such (docs/protocol.md 4.6).
+    os.symlink("/proc/self/root/etc/hostname", os.path.join(ws, "rootlink"))
+    with open(os.path.join(ws, "plain.txt"), "w") as f:
+        f.write("plain")
     s = c.call("session.create", {"workspace": ws})["session"]
+    for path in ("rootlink", "/proc/1/root/etc/hostname", "/proc/self/cwd/plain.txt",
+                 "/proc/1/cwd/plain.txt"):
+        r, e = c.try_call("file.read", {"session": s, "path": path})
+        check("a /proc magic link (%s): file.read is ELOOP" % path, e is not None and e["code"] == "ELOOP", (r, e))
+    r, e = c.try_call("file.write", {"session": s, "path": "/proc/1/cwd/new.txt", "data": "x"})
+    check("a /proc magic link: file.write is ELOOP and creates nothing",
+          e is not None and e["code"] == "ELOOP" and not os.path.exists(os.path.join(ws, "new.txt")), (r, e))
+    r, e = c.try_call("file.readdir", {"session": s, "path": "/proc/1/root/etc"})
+    check("a /proc magic link: file.readdir is ELOOP", e is not None and e["code"] == "ELOOP", (r, e))
+    r, e = c.try_call("file.stat", {"session": s, "path": "/proc/1/root/etc/hostname"})
+    check("a /proc magic link: file.stat is ELOOP", e is not None and e["code"] == "ELOOP", (r, e))
+    r = c.call("file.read", {"session": s, "path": "plain.txt"})
+    check("a plain file still reads", r.get("data") == "plain", r)
     for name in ("abs", "rel", "dirlink/secret"):
         r, e = c.try_call("file.read", {"session": s, "path": name})
         check("symlink to a host secret (%s): file.read fails" % name, e is not None and r is None

@@ -10,6 +10,7 @@ int main(void)
     unit_server();
     unit_oci();
     unit_commit();
+    unit_safeopen();
     printf("# end of suite\n");
     return 0;
 }

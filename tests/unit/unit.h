@@ -19,4 +19,5 @@ void unit_udiff(void);
 void unit_server(void);
 void unit_oci(void);
 void unit_commit(void);
+void unit_safeopen(void);
 #endif
