@@ -271,12 +271,13 @@ static int set_lifetime(void *ctx, const struct fb_opt *o, const char *v, struct
     return 0;
 }
 
-static const struct fb_opt socket_opt = {
-    "socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_socket,
-    "the server's socket (default: as fluebox serve, docs/protocol.md)", NULL};
+/* A macro, not a const object: C wants constants in initialisers. */
+#define SOCKET_OPT                                                                               \
+    {"socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_socket,                              \
+     "the server's socket (default: as fluebox serve, docs/protocol.md)", NULL}
 
 static const struct fb_opt create_opts[] = {
-    socket_opt,
+    SOCKET_OPT,
     {"ttl", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_lifetime,
      "destroy the session this long after creation (default: none)", NULL},
     {"idle-timeout", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_lifetime,
@@ -363,7 +364,7 @@ static const char session_usage[] =
     "See docs/server.md.\n";
 
 static const struct fb_opt session_opts[] = {
-    socket_opt,
+    SOCKET_OPT,
     {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "JSON output", NULL},
 };
 
@@ -520,7 +521,7 @@ static int set_stdin(void *ctx, const struct fb_opt *o, const char *v, struct fb
 }
 
 static const struct fb_opt exec_opts[] = {
-    socket_opt,
+    SOCKET_OPT,
     {"cwd", 0, FB_ARG_VALUE, "DIR", FB_OPT_ANY, set_exec_cwd,
      "working directory inside (default: the session's)", NULL},
     {"env", 'e', FB_ARG_VALUE, "K=V", FB_OPT_ANY, set_exec_env,
@@ -711,7 +712,7 @@ static int set_parents(void *ctx, const struct fb_opt *o, const char *v, struct 
 }
 
 static const struct fb_opt cp_opts[] = {
-    socket_opt,
+    SOCKET_OPT,
     {"parents", 'p', FB_ARG_NONE, NULL, FB_OPT_ANY, set_parents,
      "create missing parent directories in the session", NULL},
 };
