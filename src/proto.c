@@ -3,6 +3,7 @@
  * server trusts them lives here, small and fuzzed. */
 #include "proto.h"
 #include "methods.h"
+#include "userdir.h"
 
 #include <signal.h>
 #include <stdarg.h>
@@ -918,12 +919,6 @@ const char *proto_signal_name(int sig)
 
 /* ---- socket path ---- */
 
-static bool own_dir(const char *d, uid_t uid)
-{
-    struct stat st;
-    return d && *d == '/' && lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid;
-}
-
 int proto_default_socket(char *out, size_t cap, bool create, struct fb_err *err)
 {
     const char *env = getenv("FLUEBOX_SOCKET");
@@ -933,30 +928,13 @@ int proto_default_socket(char *out, size_t cap, bool create, struct fb_err *err)
         snprintf(out, cap, "%s", env);
         return 0;
     }
-    uid_t uid = geteuid();
-    const char *xdg = getenv("XDG_RUNTIME_DIR");
-    char d[256];
-    if (xdg && strlen(xdg) < 200 && own_dir(xdg, uid)) {
-        snprintf(out, cap, "%s/fluebox.sock", xdg);
-        return 0;
-    }
-    snprintf(d, sizeof d, "/run/user/%u", (unsigned)uid);
-    if (own_dir(d, uid)) {
-        snprintf(out, cap, "%s/fluebox.sock", d);
-        return 0;
-    }
-    snprintf(d, sizeof d, "/tmp/fluebox-%u", (unsigned)uid);
-    if (create && mkdir(d, 0700) < 0 && errno != EEXIST)
-        return fb_errno(err, FB_EXIT_SETUP, "creating %s", d);
-    struct stat st;
-    if (lstat(d, &st) == 0) {
-        if (!S_ISDIR(st.st_mode) || st.st_uid != uid)
-            return fb_errf(err, FB_EXIT_SETUP,
-                           "%s is not a directory owned by uid %u: refusing to use it", d,
-                           (unsigned)uid);
-        if ((st.st_mode & 077) && create && chmod(d, 0700) < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "chmod %s", d);
-    }
+    /* The user's private directory (userdir.h): the same rule for the server
+     * and every client. */
+    char d[200];
+    if (fb_user_dir(d, sizeof d, create, err) < 0)
+        return -1;
+    if (strlen(d) + sizeof "/fluebox.sock" > cap || strlen(d) + sizeof "/fluebox.sock" > 108)
+        return fb_errf(err, FB_EXIT_SETUP, "%s/fluebox.sock: the path is too long", d);
     snprintf(out, cap, "%s/fluebox.sock", d);
     return 0;
 }

@@ -13,6 +13,7 @@
 
 #include "cgroup.h"
 #include "commands.h"
+#include "options.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -295,84 +296,133 @@ static void bury_flush(struct srv *srv)
 }
 
 static const char serve_usage[] =
-    "Usage: fluebox serve [--socket PATH] [--pool N] [--max-sessions N] [--max-execs N]\n"
-    "                     [--max-output SIZE] [--max-message SIZE] [--max-conns N]\n"
-    "                     [--ready-fd N] [--exit-with-parent]\n"
+    "Usage: fluebox serve [OPTIONS]\n"
     "Serves sessions on a Unix socket (docs/protocol.md). Default socket:\n"
     "$FLUEBOX_SOCKET, $XDG_RUNTIME_DIR/fluebox.sock, /run/user/UID/fluebox.sock or\n"
-    "/tmp/fluebox-UID/fluebox.sock. SIGTERM destroys every session and exits.\n";
+    "/tmp/fluebox-UID/fluebox.sock. SIGTERM destroys every session and exits.\n"
+    "\n";
 
+struct serve_args {
+    struct srv *srv;
+    const char *sock;
+};
+#define SRV(ctx) (((struct serve_args *)(ctx))->srv)
+
+static int set_sock(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    if (!*v)
+        return fb_errf(err, FB_EXIT_SETUP, "--socket: empty path");
+    ((struct serve_args *)ctx)->sock = v;
+    return 0;
+}
+
+/* The limits, by name. */
+static int64_t *limit_of(struct srv *srv, const char *name)
+{
+    struct srv_limits *l = &srv->lim;
+    return !strcmp(name, "pool")           ? &l->pool
+           : !strcmp(name, "max-sessions") ? &l->max_sessions
+           : !strcmp(name, "max-execs")    ? &l->max_execs
+           : !strcmp(name, "max-conns")    ? &l->max_conns
+           : !strcmp(name, "max-output")   ? &l->max_output
+                                           : &l->max_message;
+}
+
+static int set_number(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    int64_t n;
+    if (opt_count(o, v, 100000, false, &n, err) < 0)
+        return -1;
+    *limit_of(SRV(ctx), o->name) = n;
+    return 0;
+}
+
+static int set_size(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    int64_t n;
+    if (fb_parse_size(v, &n) < 0 || n < 1024)
+        return fb_errf(err, FB_EXIT_SETUP, "--%s %s: expected a size of at least 1K", o->name, v);
+    *limit_of(SRV(ctx), o->name) = n;
+    return 0;
+}
+
+static int set_ready_fd(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    uint64_t fd;
+    if (fb_parse_u64(v, &fd) < 0 || fd > 1 << 20)
+        return fb_errf(err, FB_EXIT_SETUP, "--ready-fd %s: expected a descriptor number", v);
+    SRV(ctx)->ready_fd = (int)fd;
+    return 0;
+}
+
+static int set_exit_with_parent(void *ctx, const struct fb_opt *o, const char *v,
+                                struct fb_err *err)
+{
+    SRV(ctx)->exit_with_parent = true;
+    return 0;
+}
+
+static int set_foreign(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct foreign_rules *r = &SRV(ctx)->foreign;
+    if (!strcmp(o->name, "foreign-net-host")) {
+        r->net_host = true;
+        return 0;
+    }
+    return !strcmp(o->name, "foreign-profiles") ? foreign_rules_set_profiles(r, v, err)
+                                                : foreign_rules_set_options(r, v, err);
+}
+
+static const struct fb_opt serve_opts[] = {
+    {"socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_sock, "the socket to listen on",
+     NULL},
+    {"pool", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number,
+     "keep N sandboxes of the default policy ready (default 0)", NULL},
+    {"max-sessions", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number, "sessions per uid (100)", NULL},
+    {"max-execs", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number,
+     "concurrent execs per session (32)", NULL},
+    {"max-output", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_size,
+     "collected output per stream, and file.read's largest (16M)", NULL},
+    {"max-message", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_size, "largest request line (16M)",
+     NULL},
+    {"max-conns", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number, "connections at once (1024)",
+     NULL},
+    {"ready-fd", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_ready_fd,
+     "write \"ready\" to descriptor N once listening", NULL},
+    {"exit-with-parent", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_exit_with_parent,
+     "shut down when the process that started it dies", NULL},
+    {"foreign-profiles", 0, FB_ARG_VALUE, "LIST", FB_OPT_ANY, set_foreign,
+     "built-in profiles other uids may use (strict,standard; none)",
+     "Other users (when the socket is opened to them; docs/server.md):"},
+    {"foreign-options", 0, FB_ARG_VALUE, "LIST", FB_OPT_ANY, set_foreign,
+     "run options they may set (default: limits, network allowlist, env, hostname, ...)", NULL},
+    {"foreign-net-host", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_foreign,
+     "let them share the host network (where a profile permits it)", NULL},
+};
+
+/* 0: go on; 1: --help was printed; -1: an error was printed. */
 static int parse_serve_args(struct srv *srv, int argc, char **argv, const char **sock)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(serve_usage, stdout);
-            return 1;
-        }
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int64_t *num = NULL;
-        bool size = false;
-        if (!strcmp(a, "--exit-with-parent")) {
-            srv->exit_with_parent = true;
-            continue;
-        }
-        if (!strcmp(a, "--ready-fd")) {
-            uint64_t fd;
-            if (!v || fb_parse_u64(v, &fd) < 0 || fd > 1 << 20) {
-                fb_warn("--ready-fd needs a descriptor number");
-                return -1;
-            }
-            srv->ready_fd = (int)fd;
-            i++;
-            continue;
-        }
-        if (!strcmp(a, "--socket")) {
-            if (!v) {
-                fb_warn("--socket needs a value");
-                return -1;
-            }
-            *sock = v;
-            i++;
-            continue;
-        } else if (!strcmp(a, "--pool")) {
-            num = &srv->lim.pool;
-        } else if (!strcmp(a, "--max-sessions")) {
-            num = &srv->lim.max_sessions;
-        } else if (!strcmp(a, "--max-execs")) {
-            num = &srv->lim.max_execs;
-        } else if (!strcmp(a, "--max-conns")) {
-            num = &srv->lim.max_conns;
-        } else if (!strcmp(a, "--max-output")) {
-            num = &srv->lim.max_output;
-            size = true;
-        } else if (!strcmp(a, "--max-message")) {
-            num = &srv->lim.max_message;
-            size = true;
-        } else {
-            fb_warn("serve: unknown option %s\n%s", a, serve_usage);
-            return -1;
-        }
-        if (!v) {
-            fb_warn("%s needs a value", a);
-            return -1;
-        }
-        int64_t n;
-        uint64_t u;
-        if (size) {
-            if (fb_parse_size(v, &n) < 0 || n < 1024) {
-                fb_warn("%s %s: expected a size of at least 1K", a, v);
-                return -1;
-            }
-        } else if (fb_parse_u64(v, &u) < 0 || u > 100000) {
-            fb_warn("%s %s: expected a number", a, v);
-            return -1;
-        } else {
-            n = (int64_t)u;
-        }
-        *num = n;
-        i++;
+    struct serve_args a = {srv, NULL};
+    struct fb_optset set = {serve_opts, FB_ARRAY_LEN(serve_opts), &a};
+    struct fb_parsed parsed;
+    struct fb_err err = {0};
+    int r = opt_parse(argc, argv, &set, 1, FB_OPT_ANY | FB_PARSE_PERMUTE, "serve", &parsed, &err);
+    if (r == 1) {
+        fputs(serve_usage, stdout);
+        opt_help(stdout, &set, 1, FB_OPT_ANY);
+        return 1;
     }
+    if (r == 0 && parsed.nargs)
+        r = fb_errf(&err, FB_EXIT_SETUP, "serve: unexpected argument \"%s\"", parsed.args[0]);
+    if (r == 0)
+        r = opt_apply(&parsed, &a, &err);
+    opt_parsed_free(&parsed);
+    if (r < 0) {
+        fb_warn("%s", err.msg);
+        return -1;
+    }
+    *sock = a.sock;
     return 0;
 }
 
@@ -532,6 +582,40 @@ static int serve_start(struct srv *srv)
     return 0;
 }
 
+/* Listen, serve until SIGTERM, then destroy every session. */
+static int serve_run(struct srv *srv, const char *sock)
+{
+    struct fb_err err = {0};
+    if (sock) {
+        snprintf(srv->sock_path, sizeof srv->sock_path, "%s", sock);
+    } else if (proto_default_socket(srv->sock_path, sizeof srv->sock_path, true, &err) < 0) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    int r = serve_start(srv);
+    if (r)
+        return r;
+    pool_refill(srv);
+    serve_loop(srv);
+
+    unsigned live = 0;
+    for (struct sess *ss = srv->sesss; ss; ss = ss->next)
+        live += !ss->dead && !ss->in_pool && ss->s->state != SESS_DEAD;
+    fb_warn("stopping: destroying %u session(s)", live);
+    shutdown_all(srv);
+    free_all(srv);
+    w_close(srv, &srv->wsig);
+    close(srv->ep);
+    if (srv->lock_fd >= 0) {
+        char lockp[sizeof srv->sock_path + 8];
+        snprintf(lockp, sizeof lockp, "%s.lock", srv->sock_path);
+        unlink(lockp);
+        close(srv->lock_fd);
+    }
+    free(srv->recbuf);
+    return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
     struct srv srv = {
@@ -543,37 +627,13 @@ int cmd_serve(int argc, char **argv)
     w_init(&srv.wlisten, W_LISTEN, 0, NULL, -1);
     w_init(&srv.wsig, W_SIG, 0, NULL, -1);
     w_init(&srv.wworker, W_WORKER, 0, NULL, -1);
+    foreign_rules_default(&srv.foreign);
     const char *sock = NULL;
     int r = parse_serve_args(&srv, argc, argv, &sock);
-    if (r)
-        return r > 0 ? 0 : FB_EXIT_SETUP;
-    struct fb_err err = {0};
-    if (sock) {
-        snprintf(srv.sock_path, sizeof srv.sock_path, "%s", sock);
-    } else if (proto_default_socket(srv.sock_path, sizeof srv.sock_path, true, &err) < 0) {
-        fb_warn("%s", err.msg);
-        return FB_EXIT_SETUP;
-    }
-    r = serve_start(&srv);
-    if (r)
-        return r;
-    pool_refill(&srv);
-    serve_loop(&srv);
-
-    unsigned live = 0;
-    for (struct sess *ss = srv.sesss; ss; ss = ss->next)
-        live += !ss->dead && !ss->in_pool && ss->s->state != SESS_DEAD;
-    fb_warn("stopping: destroying %u session(s)", live);
-    shutdown_all(&srv);
-    free_all(&srv);
-    w_close(&srv, &srv.wsig);
-    close(srv.ep);
-    if (srv.lock_fd >= 0) {
-        char lockp[sizeof srv.sock_path + 8];
-        snprintf(lockp, sizeof lockp, "%s.lock", srv.sock_path);
-        unlink(lockp);
-        close(srv.lock_fd);
-    }
-    free(srv.recbuf);
-    return 0;
+    if (r == 0)
+        r = serve_run(&srv, sock);
+    else
+        r = r > 0 ? 0 : FB_EXIT_SETUP;
+    foreign_rules_free(&srv.foreign);
+    return r;
 }

@@ -174,6 +174,7 @@ struct srv {
     int lock_fd;
     int ready_fd;
     bool exit_with_parent;
+    struct foreign_rules foreign; /* what other uids may ask for (--foreign-*) */
 };
 
 /* ---- server.c: epoll and the graveyard ---- */

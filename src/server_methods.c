@@ -27,9 +27,16 @@ void m_server_info(struct conn *c, const struct method *m, json_t *id, json_t *p
     json_t *methods = json_array();
     for (size_t i = 0; proto_methods[i]; i++)
         json_array_append_new(methods, json_string(proto_methods[i]));
+    /* The profiles this caller may ask for: another uid gets the owner's
+     * --foreign-profiles. */
     json_t *profiles = json_array();
-    for (const char *const *n = profile_builtin_names(); n && *n; n++)
-        json_array_append_new(profiles, json_string(*n));
+    if (c->uid != geteuid() && c->uid != 0) {
+        for (size_t i = 0; i < srv->foreign.nprofiles; i++)
+            json_array_append_new(profiles, json_string(srv->foreign.profiles[i]));
+    } else {
+        for (const char *const *n = profile_builtin_names(); n && *n; n++)
+            json_array_append_new(profiles, json_string(*n));
+    }
     json_t *r = json_object();
     json_object_set_new(r, "name", json_string("fluebox"));
     json_object_set_new(r, "version", json_string(FB_VERSION));

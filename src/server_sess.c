@@ -464,7 +464,10 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
     }
     struct fb_policy p;
     struct session_params sp;
-    if (session_policy_from_params(params, c->uid, &p, &sp, &e) < 0) {
+    /* Another uid (the socket was opened to others): only what the owner
+     * allows them (serve --foreign-*). */
+    bool foreign = c->uid != geteuid() && c->uid != 0;
+    if (session_policy_from_params(params, foreign ? &srv->foreign : NULL, &p, &sp, &e) < 0) {
         policy_free(&p);
         return send_error(c, id, &e);
     }

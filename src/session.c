@@ -15,10 +15,12 @@
 
 #include "cgroup.h"
 #include "cli.h"
+#include "policy_set.h"
 #include "harden.h"
 #include "profile.h"
 
 #include <pthread.h>
+#include <stdarg.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
@@ -98,28 +100,6 @@ int srec_recv(int sock, char *buf, int flags, json_t **hdr, const char **payload
 
 /* ---- policy from parameters ---- */
 
-static void argv_push(char ***v, size_t *n, const char *s)
-{
-    *v = fb_xrealloc(*v, (*n + 2) * sizeof **v);
-    (*v)[(*n)++] = fb_xstrdup(s);
-    (*v)[*n] = NULL;
-}
-
-static void argv_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-static void size_arg(char *buf, size_t cap, int64_t v)
-{
-    if (v < 0)
-        snprintf(buf, cap, "unlimited");
-    else
-        snprintf(buf, cap, "%lld", (long long)v);
-}
-
 static bool key_in(const char *k, const char *const *set)
 {
     for (; *set; set++)
@@ -128,58 +108,329 @@ static bool key_in(const char *k, const char *const *set)
     return false;
 }
 
-/* Options that make no sense for a session or write host files at the end. */
-static const char *const refused_opts[] = {"--report", "--changes", "--commit", NULL};
-
 static bool is_path_profile(const char *s)
 {
     size_t l = strlen(s);
     return strchr(s, '/') || (l > 5 && !strcmp(s + l - 5, ".json"));
 }
 
-int session_policy_from_params(json_t *params, uid_t peer_uid, struct fb_policy *p,
-                               struct session_params *sp, struct proto_err *e)
+/* ---- what other uids may ask for ---- */
+
+void foreign_rules_default(struct foreign_rules *r)
+{
+    memset(r, 0, sizeof *r);
+    static const char *const dflt[] = {"strict", "standard"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(dflt); i++) {
+        r->profiles = fb_xrealloc(r->profiles, (r->nprofiles + 1) * sizeof *r->profiles);
+        r->profiles[r->nprofiles++] = fb_xstrdup(dflt[i]);
+    }
+    r->opts = fb_xcalloc(cli_npolicy_opts, sizeof *r->opts);
+    for (size_t i = 0; i < cli_npolicy_opts; i++)
+        r->opts[i] = (cli_policy_opts[i].flags & FB_OPT_FOREIGN) != 0;
+}
+
+void foreign_rules_free(struct foreign_rules *r)
+{
+    for (size_t i = 0; i < r->nprofiles; i++)
+        free(r->profiles[i]);
+    free(r->profiles);
+    free(r->opts);
+    memset(r, 0, sizeof *r);
+}
+
+/* A comma-separated list; "none" is the empty list. Calls fn for each. */
+static int each_item(const char *list, int (*fn)(struct foreign_rules *, const char *, struct fb_err *),
+                     struct foreign_rules *r, struct fb_err *err)
+{
+    if (!strcmp(list, "none"))
+        return 0;
+    cleanup_free char *copy = fb_xstrdup(list);
+    char *save = NULL;
+    for (char *it = strtok_r(copy, ",", &save); it; it = strtok_r(NULL, ",", &save))
+        if (fn(r, it, err) < 0)
+            return -1;
+    return 0;
+}
+
+static int add_profile(struct foreign_rules *r, const char *name, struct fb_err *err)
+{
+    const char *const *names = profile_builtin_names();
+    size_t i;
+    for (i = 0; names[i] && strcmp(names[i], name); i++)
+        ;
+    if (!names[i])
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--foreign-profiles: \"%s\" is not a built-in profile (other users never get "
+                       "profile files)", name);
+    r->profiles = fb_xrealloc(r->profiles, (r->nprofiles + 1) * sizeof *r->profiles);
+    r->profiles[r->nprofiles++] = fb_xstrdup(name);
+    return 0;
+}
+
+int foreign_rules_set_profiles(struct foreign_rules *r, const char *list, struct fb_err *err)
+{
+    for (size_t i = 0; i < r->nprofiles; i++)
+        free(r->profiles[i]);
+    r->nprofiles = 0;
+    return each_item(list, add_profile, r, err);
+}
+
+static int add_option(struct foreign_rules *r, const char *name, struct fb_err *err)
+{
+    if (name[0] == '-' && name[1] == '-')
+        name += 2;
+    const struct fb_opt *o = opt_find(cli_policy_opts, cli_npolicy_opts, name);
+    if (!o)
+        return fb_errf(err, FB_EXIT_SETUP, "--foreign-options: unknown option \"%s\"", name);
+    if (!(o->flags & FB_OPT_SESSION))
+        return fb_errf(err, FB_EXIT_SETUP, "--foreign-options: --%s is not available for sessions",
+                       name);
+    r->opts[o - cli_policy_opts] = true;
+    return 0;
+}
+
+int foreign_rules_set_options(struct foreign_rules *r, const char *list, struct fb_err *err)
+{
+    memset(r->opts, 0, cli_npolicy_opts * sizeof *r->opts);
+    return each_item(list, add_option, r, err);
+}
+
+/* May the caller set this row? NULL rules: the server's own uid or root. */
+static bool row_allowed(const struct foreign_rules *r, const struct fb_opt *o)
+{
+    return r ? r->opts[o - cli_policy_opts] : (o->flags & FB_OPT_SESSION) != 0;
+}
+
+static int refuse(struct proto_err *e, const char *param, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse(struct proto_err *e, const char *param, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    perr_set(e, "permission_denied", "%s", msg);
+    snprintf(e->param, sizeof e->param, "%s", param);
+    return -1;
+}
+
+/* A typed parameter is the policy option of that name as far as who may set
+ * it is concerned. */
+static int check_field(const struct foreign_rules *r, const char *param, const char *opt,
+                       struct proto_err *e)
+{
+    const struct fb_opt *o = opt_find(cli_policy_opts, cli_npolicy_opts, opt);
+    if (!o || row_allowed(r, o))
+        return 0;
+    return refuse(e, param,
+                  "%s (--%s) is not available to other users' sessions on this server (its owner "
+                  "allows them with fluebox serve --foreign-options)",
+                  param, opt);
+}
+
+static int check_profile(const struct foreign_rules *r, const char *param, const char *profile,
+                         struct proto_err *e)
+{
+    if (!r)
+        return 0;
+    if (is_path_profile(profile))
+        return refuse(e, param, "%s: profile files are only accepted from the server's own uid",
+                      param);
+    for (size_t i = 0; i < r->nprofiles; i++)
+        if (!strcmp(r->profiles[i], profile))
+            return 0;
+    return refuse(e, param,
+                  "profile \"%s\" is not available to other users' sessions on this server (its "
+                  "owner allows profiles with fluebox serve --foreign-profiles)",
+                  profile);
+}
+
+/* The session.create params that are limits, the option each stands for,
+ * and its typed setter. */
+struct limit_field {
+    const char *key, *opt;
+    int (*set)(struct fb_policy *, int64_t, const char *, struct fb_err *);
+    bool size;
+};
+static const struct limit_field limit_fields[] = {
+    {"limits.memory", "mem", policy_set_mem, true},
+    {"limits.disk", "disk", policy_set_disk, true},
+    {"limits.fsize", "fsize", policy_set_fsize, true},
+    {"limits.pids", "pids", policy_set_pids, false},
+    {"limits.nofile", "nofile", policy_set_nofile, false},
+};
+
+/* The typed parameters, over the profile: limits, network, allowNet,
+ * workspace, cow (docs/protocol.md 4.1). */
+static int apply_fields(json_t *params, const struct foreign_rules *r, struct fb_policy *p,
+                        struct proto_err *e)
+{
+    struct fb_err err = {0};
+    for (size_t i = 0; i < FB_ARRAY_LEN(limit_fields); i++) {
+        const struct limit_field *f = &limit_fields[i];
+        int64_t v;
+        int rc = f->size ? pget_size(params, f->key, &v, INT64_MIN, e)
+                         : pget_int(params, f->key, &v, INT64_MIN, -1, INT64_MAX, e);
+        if (rc < 0)
+            return -1;
+        if (v == INT64_MIN)
+            continue; /* absent or null: the profile's */
+        if (check_field(r, f->key, f->opt, e) < 0)
+            return -1;
+        if (f->set(p, v, f->key, &err) < 0)
+            return perr_param(e, f->key, "%s", err.msg);
+    }
+    json_t *cpus = json_object_get(json_object_get(params, "limits"), "cpus");
+    if (cpus && !json_is_null(cpus)) {
+        if (!json_is_number(cpus) || json_number_value(cpus) < 0)
+            return perr_param(e, "limits.cpus", "limits.cpus must be a number >= 0");
+        if (check_field(r, "limits.cpus", "cpus", e) < 0)
+            return -1;
+        if (policy_set_cpus(p, json_number_value(cpus), "limits.cpus", &err) < 0)
+            return perr_param(e, "limits.cpus", "%s", err.msg);
+    }
+    const char *network, *workspace;
+    json_t *allow;
+    bool cow;
+    if (pget_str(params, "network", &network, NULL, false, 16, e) < 0 ||
+        pget_str(params, "workspace", &workspace, NULL, false, 4095, e) < 0 ||
+        pget_strarray(params, "allowNet", &allow, true, e) < 0 ||
+        pget_bool(params, "cow", &cow, false, e) < 0)
+        return -1;
+    if (network) {
+        enum fb_net_mode m;
+        if (!strcmp(network, "none"))
+            m = FB_NET_NONE;
+        else if (!strcmp(network, "allow"))
+            m = FB_NET_ALLOW;
+        else if (!strcmp(network, "host"))
+            m = FB_NET_HOST;
+        else
+            return perr_param(e, "network", "network must be \"none\", \"allow\" or \"host\"");
+        if (check_field(r, "network", "net", e) < 0)
+            return -1;
+        policy_set_net(p, m);
+    }
+    if (json_array_size(allow)) {
+        if (check_field(r, "allowNet", "allow-net", e) < 0)
+            return -1;
+        size_t i;
+        json_t *it;
+        json_array_foreach(allow, i, it)
+        {
+            if (policy_add_allow(p, json_string_value(it), &err) < 0)
+                return perr_param(e, "allowNet", "%s", err.msg);
+        }
+    }
+    if (workspace) {
+        if (check_field(r, "workspace", "workspace", e) < 0)
+            return -1;
+        if (workspace[0] != '/')
+            return perr_param(e, "workspace", "workspace must be an absolute host path");
+        if (policy_set_workspace(p, workspace, "workspace", &err) < 0)
+            return perr_param(e, "workspace", "%s", err.msg);
+    }
+    if (cow) {
+        if (check_field(r, "cow", "cow", e) < 0)
+            return -1;
+        policy_set_cow(p, true);
+    }
+    return 0;
+}
+
+/* session.create's "options": the command line's words, parsed with the
+ * same table; only rows a session accepts (FB_OPT_SESSION), and of those
+ * only the ones the server lets other uids set. */
+static int parse_options(json_t *options, const struct foreign_rules *r, struct fb_policy *p,
+                         struct fb_parsed *parsed, struct proto_err *e)
+{
+    memset(parsed, 0, sizeof *parsed);
+    size_t n = json_array_size(options);
+    char **av = fb_xcalloc(n + 1, sizeof *av);
+    for (size_t i = 0; i < n; i++)
+        av[i] = (char *)json_string_value(json_array_get(options, i));
+    struct fb_err err = {0};
+    int rc = cli_parse((int)n, av, p, NULL, FB_OPT_SESSION, "session create", parsed, &err);
+    free(av);
+    if (rc > 0)
+        return perr_param(e, "options", "options: --help is not an option here");
+    if (rc < 0)
+        return perr_param(e, "options", "options: %s", err.msg);
+    int bad = 0;
+    if (parsed->nargs)
+        bad = perr_param(e, "options", "options: unexpected argument \"%s\"", parsed->args[0]);
+    for (size_t i = 0; !bad && i < parsed->n; i++) {
+        const struct fb_opt *o = parsed->v[i].o;
+        if (!row_allowed(r, o))
+            bad = refuse(e, "options",
+                         "options: --%s is not available to other users' sessions on this server "
+                         "(its owner allows it with fluebox serve --foreign-options)",
+                         o->name);
+        else if (o->flags & FB_OPT_FIRST)
+            bad = check_profile(r, "options", parsed->v[i].val, e);
+    }
+    if (bad)
+        opt_parsed_free(parsed);
+    return bad;
+}
+
+/* Decide whether the pool (sandboxes of the default policy) can serve these
+ * params: only limits the live cgroup can change, and server-side settings,
+ * may differ. */
+static bool pool_fits(json_t *params)
+{
+    static const char *const pool_limits[] = {"memory", "cpus", "pids", "timeoutMs", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(params, k, v)
+    {
+        if (!strcmp(k, "profile") && json_is_string(v) &&
+            strcmp(json_string_value(v), FB_DEFAULT_PROFILE))
+            return false;
+        if (!strcmp(k, "network") && json_is_string(v) && strcmp(json_string_value(v), "none"))
+            return false;
+        if ((!strcmp(k, "allowNet") || !strcmp(k, "options")) && json_array_size(v))
+            return false;
+        if (!strcmp(k, "workspace") && !json_is_null(v))
+            return false;
+        if (!strcmp(k, "cow") && json_is_true(v))
+            return false;
+    }
+    json_t *limits = json_object_get(params, "limits");
+    if (json_is_object(limits)) {
+        json_object_foreach(limits, k, v)
+        {
+            if (!key_in(k, pool_limits) && !json_is_null(v))
+                return false;
+        }
+    }
+    return true;
+}
+
+int session_policy_from_params(json_t *params, const struct foreign_rules *foreign,
+                               struct fb_policy *p, struct session_params *sp,
+                               struct proto_err *e)
 {
     memset(sp, 0, sizeof *sp);
     policy_init(p);
-    char **av = NULL;
-    size_t ac = 0;
-    char num[64];
+    struct fb_parsed parsed = {0};
+    struct fb_err err = {0};
     int rc = -1;
-    bool foreign = peer_uid != geteuid() && peer_uid != 0;
 
-    const char *profile, *network, *workspace, *cwd;
-    json_t *allow, *options, *env;
-    bool cow;
-    int64_t mem, disk, fsize, pids, nofile, timeout;
+    const char *profile, *cwd;
+    json_t *options, *env;
+    int64_t timeout;
     if (pget_str(params, "profile", &profile, NULL, false, 4095, e) < 0 ||
-        pget_str(params, "network", &network, NULL, false, 16, e) < 0 ||
-        pget_str(params, "workspace", &workspace, NULL, false, 4095, e) < 0 ||
         pget_str(params, "cwd", &cwd, NULL, false, 4095, e) < 0 ||
         pget_str(params, "label", &sp->label, NULL, false, 256, e) < 0 ||
-        pget_strarray(params, "allowNet", &allow, true, e) < 0 ||
         pget_strarray(params, "options", &options, false, e) < 0 ||
-        pget_strmap(params, "env", &env, e) < 0 || pget_bool(params, "cow", &cow, false, e) < 0 ||
+        pget_strmap(params, "env", &env, e) < 0 ||
         pget_bool(params, "pool", &sp->pool_ok, true, e) < 0 ||
         pget_int(params, "ttlMs", &sp->ttl_ms, 0, 0, INT64_MAX / 2000000, e) < 0 ||
         pget_int(params, "idleTimeoutMs", &sp->idle_ms, 1800000, 0, INT64_MAX / 2000000, e) < 0 ||
-        pget_size(params, "limits.memory", &mem, 0, e) < 0 ||
-        pget_size(params, "limits.disk", &disk, 0, e) < 0 ||
-        pget_size(params, "limits.fsize", &fsize, 0, e) < 0 ||
-        pget_int(params, "limits.pids", &pids, 0, -1, 1 << 30, e) < 0 ||
-        pget_int(params, "limits.nofile", &nofile, 0, 0, 1 << 30, e) < 0 ||
         pget_int(params, "limits.timeoutMs", &timeout, -1, 0, INT64_MAX / 2000000, e) < 0)
         goto out;
-    json_t *limits = json_object_get(params, "limits");
-    json_t *cpus = json_object_get(limits, "cpus");
-    if (cpus && !json_is_null(cpus) && (!json_is_number(cpus) || json_number_value(cpus) < 0)) {
-        perr_param(e, "limits.cpus", "limits.cpus must be a number >= 0");
-        goto out;
-    }
-    if (network && strcmp(network, "none") && strcmp(network, "allow") && strcmp(network, "host")) {
-        perr_param(e, "network", "network must be \"none\", \"allow\" or \"host\"");
-        goto out;
-    }
     if (cwd && cwd[0] != '/') {
         perr_param(e, "cwd", "cwd must be an absolute path inside the sandbox");
         goto out;
@@ -195,99 +446,32 @@ int session_policy_from_params(json_t *params, uid_t peer_uid, struct fb_policy 
             }
         }
     }
-    if (foreign && (workspace || (options && json_array_size(options)) ||
-                    (profile && is_path_profile(profile)))) {
-        perr_set(e, "permission_denied",
-                 "host paths and options are only accepted from the server's own uid");
+    if (profile && check_profile(foreign, "profile", profile, e) < 0)
+        goto out;
+    if (options && parse_options(options, foreign, p, &parsed, e) < 0)
+        goto out;
+
+    /* The profile (options' --profile wins, as on the command line), the
+     * typed fields over it, then the options in their order. */
+    const char *prof = cli_profile_of(&parsed);
+    if (!prof)
+        prof = profile ? profile : FB_DEFAULT_PROFILE;
+    if (profile_load(p, prof, &err) < 0) {
+        perr_param(e, cli_profile_of(&parsed) ? "options" : "profile", "%s", err.msg);
         goto out;
     }
-    if (options) {
-        size_t i;
-        json_t *it;
-        json_array_foreach(options, i, it)
-        {
-            const char *o = json_string_value(it);
-            for (const char *const *r = refused_opts; *r; r++) {
-                size_t rl = strlen(*r);
-                if (!strncmp(o, *r, rl) && (o[rl] == 0 || o[rl] == '=')) {
-                    perr_param(e, "options", "options: %s is not available for sessions", *r);
-                    goto out;
-                }
-            }
-        }
+    if (apply_fields(params, foreign, p, e) < 0)
+        goto out;
+    if (cli_apply(p, &parsed, &err) < 0) {
+        perr_param(e, "options", "%s", err.msg);
+        goto out;
     }
-
-    if (profile) {
-        argv_push(&av, &ac, "--profile");
-        argv_push(&av, &ac, profile);
-    }
-    if (mem) {
-        size_arg(num, sizeof num, mem);
-        argv_push(&av, &ac, "--mem");
-        argv_push(&av, &ac, num);
-    }
-    if (cpus && !json_is_null(cpus)) {
-        double c = json_number_value(cpus);
-        if (c == 0)
-            snprintf(num, sizeof num, "unlimited");
-        else
-            snprintf(num, sizeof num, "%.6g", c);
-        argv_push(&av, &ac, "--cpus");
-        argv_push(&av, &ac, num);
-    }
-    if (pids) {
-        size_arg(num, sizeof num, pids);
-        argv_push(&av, &ac, "--pids");
-        argv_push(&av, &ac, num);
-    }
-    if (disk) {
-        size_arg(num, sizeof num, disk);
-        argv_push(&av, &ac, "--disk");
-        argv_push(&av, &ac, num);
-    }
-    if (nofile) {
-        snprintf(num, sizeof num, "%lld", (long long)nofile);
-        argv_push(&av, &ac, "--nofile");
-        argv_push(&av, &ac, num);
-    }
-    if (fsize) {
-        size_arg(num, sizeof num, fsize);
-        argv_push(&av, &ac, "--fsize");
-        argv_push(&av, &ac, num);
-    }
-    if (network) {
-        argv_push(&av, &ac, "--net");
-        argv_push(&av, &ac, network);
-    }
-    if (allow) {
-        size_t i;
-        json_t *it;
-        json_array_foreach(allow, i, it)
-        {
-            argv_push(&av, &ac, "--allow-net");
-            argv_push(&av, &ac, json_string_value(it));
-        }
-    }
-    if (workspace) {
-        if (workspace[0] != '/') {
-            perr_param(e, "workspace", "workspace must be an absolute host path");
-            goto out;
-        }
-        argv_push(&av, &ac, "--workspace");
-        argv_push(&av, &ac, workspace);
-    }
-    if (cow)
-        argv_push(&av, &ac, "--cow");
-    if (options) {
-        size_t i;
-        json_t *it;
-        json_array_foreach(options, i, it)
-        argv_push(&av, &ac, json_string_value(it));
-    }
-
-    struct fb_err err = {0};
-    if (cli_parse_policy((int)ac, av ? av : (char *[]){NULL}, p, false, &err) < 0) {
-        perr_set(e, "invalid_params", "%s", err.msg);
+    /* Host network, from whichever parameter: never for other uids unless
+     * the owner said so. */
+    if (foreign && p->net == FB_NET_HOST && !foreign->net_host) {
+        refuse(e, "network",
+               "the host network is not available to other users' sessions on this server (its "
+               "owner allows it with fluebox serve --foreign-net-host)");
         goto out;
     }
     /* Sessions have no command of their own; "/bin/sh" satisfies the checks
@@ -303,44 +487,11 @@ int session_policy_from_params(json_t *params, uid_t peer_uid, struct fb_policy 
     sp->exec_timeout_ms = timeout >= 0 ? timeout
                           : p->limits.timeout_ms > 0 ? p->limits.timeout_ms
                                                      : 0;
-
-    /* The pool holds sandboxes of the default policy: only limits the live
-     * cgroup can change, and server-side settings, may differ. */
-    if (sp->pool_ok) {
-        static const char *const pool_keys[] = {"limits", "env", "cwd", "ttlMs", "label",
-                                                "idleTimeoutMs", "pool", "profile",
-                                                "network", "allowNet", "options",
-                                                "workspace", "cow", NULL};
-        static const char *const pool_limits[] = {"memory", "cpus", "pids", "timeoutMs", NULL};
-        const char *k;
-        json_t *v;
-        json_object_foreach(params, k, v)
-        {
-            if (!key_in(k, pool_keys))
-                continue; /* unknown keys are ignored */
-            if (!strcmp(k, "profile") && json_is_string(v) &&
-                strcmp(json_string_value(v), FB_DEFAULT_PROFILE))
-                sp->pool_ok = false;
-            if (!strcmp(k, "network") && json_is_string(v) && strcmp(json_string_value(v), "none"))
-                sp->pool_ok = false;
-            if ((!strcmp(k, "allowNet") || !strcmp(k, "options")) && json_array_size(v))
-                sp->pool_ok = false;
-            if (!strcmp(k, "workspace") && !json_is_null(v))
-                sp->pool_ok = false;
-            if (!strcmp(k, "cow") && json_is_true(v))
-                sp->pool_ok = false;
-        }
-        if (json_is_object(limits)) {
-            json_object_foreach(limits, k, v)
-            {
-                if (!key_in(k, pool_limits) && !json_is_null(v))
-                    sp->pool_ok = false;
-            }
-        }
-    }
+    if (sp->pool_ok)
+        sp->pool_ok = pool_fits(params);
     rc = 0;
 out:
-    argv_free(av, ac);
+    opt_parsed_free(&parsed);
     if (rc < 0) {
         policy_free(p);
         policy_init(p);
@@ -353,7 +504,7 @@ int session_pool_policy(struct fb_policy *p, struct fb_err *err)
     json_t *params = json_object();
     struct session_params sp;
     struct proto_err e = {0};
-    int rc = session_policy_from_params(params, geteuid(), p, &sp, &e);
+    int rc = session_policy_from_params(params, NULL, p, &sp, &e);
     json_decref(params);
     if (rc < 0)
         fb_errf(err, FB_EXIT_SETUP, "pool policy: %s", e.message);

@@ -72,11 +72,32 @@ struct session_params {
     bool pool_ok;    /* may take from the pool (params match the pool's) */
 };
 
-/* Build the policy for session.create params. peer_uid decides whether host
- * paths are allowed (section 4.1). Fills e (invalid_params /
- * permission_denied) on failure. */
-int session_policy_from_params(json_t *params, uid_t peer_uid, struct fb_policy *p,
-                               struct session_params *sp, struct proto_err *e);
+/* What the server lets other uids ask for (fluebox serve --foreign-*), when
+ * its socket is opened to them: built-in profiles by name, the run options
+ * (one flag per row of cli_policy_opts), and whether the host network. */
+struct foreign_rules {
+    char **profiles;
+    size_t nprofiles;
+    bool *opts;
+    bool net_host;
+};
+/* strict and standard; the rows marked FB_OPT_FOREIGN; no host network. */
+void foreign_rules_default(struct foreign_rules *r);
+void foreign_rules_free(struct foreign_rules *r);
+/* Comma-separated lists replacing the defaults ("none": nothing). 0, or -1
+ * with a one-line error naming what is not allowed there. */
+int foreign_rules_set_profiles(struct foreign_rules *r, const char *list, struct fb_err *err);
+int foreign_rules_set_options(struct foreign_rules *r, const char *list, struct fb_err *err);
+
+/* Build the policy for session.create params: the profile, the typed
+ * parameters through the policy's typed setters (policy_set.h), then
+ * "options" parsed with the run options' table, where only the rows a
+ * session accepts are allowed (cli.c). foreign: the rules for a peer that
+ * is neither the server's uid nor root, NULL for those. Fills e
+ * (invalid_params / permission_denied) on failure. */
+int session_policy_from_params(json_t *params, const struct foreign_rules *foreign,
+                               struct fb_policy *p, struct session_params *sp,
+                               struct proto_err *e);
 /* The policy of a pool sandbox (the default one). */
 int session_pool_policy(struct fb_policy *p, struct fb_err *err);
 

@@ -47,6 +47,10 @@ int fb_user_dir(char *out, size_t cap, bool create, struct fb_err *err)
     snprintf(d, sizeof d, "/tmp/fluebox-%u", (unsigned)uid);
     if (create && mkdir(d, 0700) < 0 && errno != EEXIST)
         return fb_errno(err, FB_EXIT_SETUP, "creating %s", d);
+    struct stat st;
+    if (create && lstat(d, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+        (st.st_mode & 077) && chmod(d, 0700) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "chmod %s", d); /* ours: made private again */
     if (fb_user_dir_check(d, uid, err) < 0)
         return -1;
     snprintf(out, cap, "%s", d);

@@ -27,9 +27,9 @@ fuzz: build/fuzz-profile
 
 # The wire protocol's parser and encoders (tests/fuzz/proto_fuzz.c, src/proto.c;
 # tests/suites/fuzz-proto.sh runs it briefly in make check).
-build/fuzz-proto: tests/fuzz/proto_fuzz.c src/proto.c src/proto.h src/methods.h src/util.c src/fb.h
+build/fuzz-proto: tests/fuzz/proto_fuzz.c src/proto.c src/proto.h src/methods.h src/userdir.c src/userdir.h src/util.c src/fb.h
 	@mkdir -p build
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/proto_fuzz.c src/proto.c src/util.c -ljansson
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/proto_fuzz.c src/proto.c src/userdir.c src/util.c -ljansson
 
 fuzz-proto: build/fuzz-proto
 	@mkdir -p build/fuzz-corpus-proto

@@ -92,6 +92,12 @@ case "$ERR" in *"limits not applied"*) ok "no delegation: warned again for anoth
 unset FLUEBOX_CGROUP
 no_leftovers "nothing left behind"
 
+# --- the default socket is only looked for in a private directory ------------------
+mkdir -p "$T/xdg-open"; chmod 755 "$T/xdg-open"; as_root || chown "$FB_AS" "$T/xdg-open"
+XDG_RUNTIME_DIR=$T/xdg-open run_fb session ls
+case "$RC:$ERR" in 125:*"$T/xdg-open"*) fail "an XDG_RUNTIME_DIR others can enter is not used" "$ERR";;
+  125:*) ok "an XDG_RUNTIME_DIR others can enter is not used";; *) fail "an XDG_RUNTIME_DIR others can enter is not used" "exit $RC: $ERR";; esac
+
 # --- the CLI talks only to its own user's server (or root's, or FLUEBOX_SERVER_UID's) --
 if as_root && id fbtest >/dev/null 2>&1 && [ -x /usr/bin/python3 ]; then
   other=$(id -u fbtest)

@@ -24,7 +24,7 @@ own "$T/ws" "$T/files"
 
 # The server: its own stdio (it must never hold the runner's pipe), stopped
 # by its pid whatever happens.
-"${FBCMD[@]}" serve --socket "$SOCK" --pool 1 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
+"${FBCMD[@]}" serve --socket="$SOCK" --pool=1 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
 SRV=$!
 at_exit 'kill $SRV'
 for _ in $(seq 1 200); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done

@@ -248,6 +248,23 @@ def t_create_params(srv):
         _, e = c.try_call("session.create", params)
         check("session.create %s: invalid_params" % json.dumps(params), e and e["code"] == "invalid_params"
               and e.get("param") == param, e)
+    for key in ("memory", "pids", "disk", "nofile", "fsize"):
+        _, e = c.try_call("session.create", {"limits": {key: 0}})
+        check("session.create limits.%s: 0 is refused as on the command line" % key,
+              e and e["code"] == "invalid_params" and e.get("param") == "limits." + key
+              and "0 is not a limit" in e["message"], e)
+    for opt in (["--net-log", "/tmp/x.log"], ["--cow-upper", "/tmp"], ["--commit"], ["--seccomp-log"]):
+        _, e = c.try_call("session.create", {"options": opt})
+        check("session.create options %s: not available for sessions" % opt[0],
+              e and e["code"] == "invalid_params" and e.get("param") == "options"
+              and "%s is not available for sessions" % opt[0] in e["message"], e)
+    _, e = c.try_call("session.create", {"options": ["--hostname", "x", "extra"]})
+    check("session.create options with a stray word: invalid_params",
+          e and e["code"] == "invalid_params" and "unexpected argument" in e["message"], e)
+    r = c.call("session.create", {"options": ["--hostname=eq-agent", "--mem=128M"]})
+    x = c.call("exec", {"session": r["session"], "command": "hostname"})
+    check("session.create options: --opt=value", x["stdout"] == "eq-agent\n" and r["limits"]["memory"] == 128 << 20, (r, x))
+    c.call("session.destroy", {"session": r["session"]})
     for params in ({"profile": "no-such-profile"}, {"options": ["--no-such-option"]},
                    {"workspace": "/nonexistent/dir"}, {"limits": {"memory": "1K"}}):
         _, e = c.try_call("session.create", params)
@@ -889,6 +906,58 @@ def t_other_uid():
                              "print(c.call('file.read',{'session':sys.argv[2],'path':'f'})['data'])") % HERE, srv.sock, s],
                            capture_output=True, text=True)
         check("the owner still has it, untouched", r.stdout.strip() == "mine", r.stderr[-200:])
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_foreign_rules():
+    """Other uids (a socket opened to them) get only the profiles and options
+    its owner allows (serve --foreign-*): by default never trusted, the host
+    network, or options that act on the host."""
+    if not ROOT or not user_exists(TUSER):
+        print("ok - foreign rules # SKIP needs root and user %s" % TUSER)
+        return
+
+    def as_nobody(srv, calls):
+        code = ("import sys,json; sys.path.insert(0,%r); import fbc; c=fbc.Conn(sys.argv[1]); out=[]\n"
+                "for p in json.loads(sys.argv[2]):\n"
+                "    r, e = c.try_call('session.create', p)\n"
+                "    out.append(e['code'] if e else 'ok')\n"
+                "    if r: c.call('session.destroy', {'session': r['session']})\n"
+                "out.append(c.call('server.info')['profiles'])\n"
+                "print(json.dumps(out))") % HERE
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-c", code,
+                            srv.sock, json.dumps(calls)], capture_output=True, text=True)
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            return r.stderr[-300:]
+
+    srv = Server(user=TUSER)
+    try:
+        os.chmod(srv.sock, 0o666)
+        calls = [{"profile": "trusted"}, {"network": "host"}, {"options": ["--profile", "trusted"]},
+                 {"options": ["--net", "host"]}, {"options": ["--env-pass", "HOME"]},
+                 {"options": ["--egress-resolve", "x.test=127.0.0.1"]}, {"profile": "/etc/x.json"},
+                 {"workspace": "/tmp"},
+                 {"profile": "strict", "limits": {"memory": "128M"},
+                  "options": ["--hostname", "guest", "--mem=128M"]}]
+        out = as_nobody(srv, calls)
+        check("another uid by default: no trusted, no host network, no host-side options; limits and hostname are fine",
+              out == ["permission_denied"] * 8 + ["ok", ["strict", "standard"]], out)
+    finally:
+        srv.cleanup()
+    srv = Server(args=("--foreign-profiles", "strict,trusted", "--foreign-options", "mem,net",
+                       "--foreign-net-host"), user=TUSER)
+    try:
+        os.chmod(srv.sock, 0o666)
+        out = as_nobody(srv, [{"profile": "trusted", "options": ["--mem", "128M"]},
+                              {"profile": "trusted", "network": "host"}, {"profile": "standard"},
+                              {"options": ["--hostname", "x"]}, {"limits": {"pids": 64}}])
+        check("another uid: what --foreign-profiles, --foreign-options and --foreign-net-host allow, only that",
+              out == ["ok", "ok", "permission_denied", "permission_denied", "permission_denied",
+                      ["strict", "trusted"]], out)
     finally:
         srv.cleanup()
 
