@@ -11,7 +11,7 @@ one_line() { # NAME — the last run printed exactly one line on stderr, startin
 
 # --- --help for every subcommand, on stdout, exit 0 --------------------------------
 for cmd in "run" "learn" "session" "session create" "session ls" "session rm" "session info" \
-           "exec" "cp" "profile" "profile list" "profile show" "profile check" "profile bpf"; do
+           "exec" "cp" "serve" "profile" "profile list" "profile show" "profile check" "profile bpf"; do
   # shellcheck disable=SC2086
   run_fb $cmd --help
   case "$OUT" in "Usage: fluebox $cmd"*) [ "$RC" = 0 ] && ok "$cmd --help" || fail "$cmd --help" "exit $RC";;
@@ -33,7 +33,7 @@ expect_out "run --cwd /" "/" run --cwd / -- pwd
 expect_out "run --cwd=/tmp" "/tmp" run --cwd=/tmp -- pwd
 
 # --- errors: one line, 125, nothing left behind ------------------------------------
-for cmd in "run" "learn --out=$T/l.json" "session create" "session ls" "exec" "cp" "profile show"; do
+for cmd in "run" "learn --out=$T/l.json" "session create" "session ls" "exec" "cp" "serve" "profile show"; do
   # shellcheck disable=SC2086
   expect_err "$cmd: unknown option" 125 "unknown option --frobnicate" $cmd --frobnicate; one_line "$cmd: unknown option"
 done
