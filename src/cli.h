@@ -32,11 +32,6 @@ int cli_parse_run(const char *cmd, const char *usage, int argc, char **argv,
                   const struct fb_optset *extra, const char *default_profile, struct fb_policy *p,
                   struct fb_err *err);
 
-/* As cli_parse_run for `run` (the default profile), without a command when
- * want_cmd is false. */
-int cli_parse_policy(int argc, char **argv, struct fb_policy *p, bool want_cmd,
-                     struct fb_err *err);
-
 /* `fluebox --help`, and the head of `fluebox run --help`. */
 void cli_print_usage(FILE *f);
 extern const char cli_run_usage[];
