@@ -61,6 +61,8 @@ export interface FlueboxFlueOptions extends Limits {
   /** Always use a private server. */
   private?: boolean;
   serverArgs?: string[];
+  /** Also trust a server of this uid (see ConnectOptions.serverUid). */
+  serverUid?: number;
   /**
    * The host directory bound at /workspace: a path (every id shares it), a
    * function of the id, or null for a tmpfs that does not outlive the session.

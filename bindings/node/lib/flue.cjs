@@ -131,7 +131,7 @@ function connectShared(connectOpts) {
 }
 
 const FACTORY_KEYS = new Set([
-  'client', 'socket', 'binary', 'private', 'serverArgs',
+  'client', 'socket', 'binary', 'private', 'serverArgs', 'serverUid',
   'workspace', 'workspaceRoot', 'cwd', 'shell', 'reuse',
   'profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
   'network', 'allowNet', 'env', 'ttlMs', 'idleTimeoutMs', 'options', 'pool',
@@ -147,7 +147,7 @@ function fluebox(options = {}) {
   }
   const o = { ...options };
   const connectOpts = {};
-  for (const k of ['socket', 'binary', 'private', 'serverArgs']) if (o[k] !== undefined) connectOpts[k] = o[k];
+  for (const k of ['socket', 'binary', 'private', 'serverArgs', 'serverUid']) if (o[k] !== undefined) connectOpts[k] = o[k];
   const sessionOpts = {};
   for (const k of ['profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
     'network', 'allowNet', 'env', 'ttlMs', 'idleTimeoutMs', 'options', 'pool']) {
