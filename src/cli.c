@@ -441,6 +441,28 @@ out:
     return rc;
 }
 
+int cli_parse_policy(int argc, char **argv, struct fb_policy *p, bool want_cmd, struct fb_err *err)
+{
+    struct fb_parsed parsed;
+    int r = cli_parse(argc, argv, p, NULL, FB_OPT_RUN, "run", &parsed, err);
+    if (r != 0)
+        return r > 0 ? fb_errf(err, FB_EXIT_SETUP, "--help is not an option here") : -1;
+    const char *profile = cli_profile_of(&parsed);
+    int rc = -1;
+    if (profile_load(p, profile ? profile : FB_DEFAULT_PROFILE, err) < 0 ||
+        cli_apply(p, &parsed, err) < 0)
+        goto out;
+    if (want_cmd ? take_command(&parsed, p, err) < 0
+                 : parsed.nargs ? fb_errf(err, FB_EXIT_SETUP, "unexpected argument \"%s\"",
+                                          parsed.args[0]) < 0
+                                : false)
+        goto out;
+    rc = 0;
+out:
+    opt_parsed_free(&parsed);
+    return rc;
+}
+
 /* ---- usage ---- */
 
 const char cli_run_usage[] =

@@ -32,6 +32,12 @@ int cli_parse_run(const char *cmd, const char *usage, int argc, char **argv,
                   const struct fb_optset *extra, const char *default_profile, struct fb_policy *p,
                   struct fb_err *err);
 
+/* Option words (not a command line of a user: fluebox oci's annotations)
+ * into p: the profile named by --profile (or the default) first, then the
+ * others, with the command after "--" when want_cmd. 0, or -1 with err. */
+int cli_parse_policy(int argc, char **argv, struct fb_policy *p, bool want_cmd,
+                     struct fb_err *err);
+
 /* `fluebox --help`, and the head of `fluebox run --help`. */
 void cli_print_usage(FILE *f);
 extern const char cli_run_usage[];
