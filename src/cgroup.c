@@ -968,21 +968,23 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
                      "it every run)",
                      cg->not_applied_s, cg->reason);
     }
-    /* Per-process fallbacks, set on init before it runs anything: every
-     * process of the sandbox inherits them. RLIMIT_NPROC is counted per
-     * user namespace, so it bounds this sandbox's processes only. */
-    struct rlimit rl;
-    if ((cg->fallback & BIT(C_PIDS)) && cg->limits.pids > 0) {
-        rl.rlim_cur = rl.rlim_max = (rlim_t)cg->limits.pids;
-        if (prlimit(pid, RLIMIT_NPROC, &rl, NULL) < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "setting RLIMIT_NPROC on the sandbox");
-    }
-    if ((cg->fallback & BIT(C_MEM)) && cg->limits.mem > 0) {
-        rl.rlim_cur = rl.rlim_max = (rlim_t)cg->limits.mem;
-        if (prlimit(pid, RLIMIT_DATA, &rl, NULL) < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "setting RLIMIT_DATA on the sandbox");
-    }
     return 0;
+}
+
+void cgroup_fallback_limits(const struct fb_cgroup *cg, int64_t *nproc, int64_t *data)
+{
+    /* Per-process fallbacks, set by init on itself before it runs anything:
+     * every process of the sandbox inherits them. RLIMIT_NPROC is counted
+     * per user namespace, so it bounds this sandbox's processes only. (The
+     * supervisor cannot set them from outside: the child runs as another
+     * host id, and prlimit() on it would need CAP_SYS_RESOURCE.) */
+    *nproc = *data = 0;
+    if (!cg)
+        return;
+    if ((cg->fallback & BIT(C_PIDS)) && cg->limits.pids > 0)
+        *nproc = cg->limits.pids;
+    if ((cg->fallback & BIT(C_MEM)) && cg->limits.mem > 0)
+        *data = cg->limits.mem;
 }
 
 /* ---- usage ---- */

@@ -44,11 +44,15 @@ int cgroup_clone_fd(const struct fb_cgroup *cg);
 int cgroup_join_self(const struct fb_cgroup *cg, struct fb_err *err);
 
 /* Move pid into the cgroup (every hierarchy that it did not join itself with
- * cgroup_join_self), and set the rlimit fallbacks (RLIMIT_NPROC for pids,
- * RLIMIT_DATA for memory) on it when a cgroup could not hold those limits.
- * pid must not have started the command yet. Called whenever
- * cgroup_clone_fd() returned -1. */
+ * cgroup_join_self); a hierarchy it cannot join becomes a per-process
+ * fallback (cgroup_fallback_limits). pid must not have started the command
+ * yet. Called whenever cgroup_clone_fd() returned -1. */
 int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err);
+
+/* The rlimits that stand in for limits no cgroup holds, for the sandbox's
+ * init to set on itself before it runs anything: RLIMIT_NPROC for pids,
+ * RLIMIT_DATA (bytes) for memory; 0 = none. cg may be NULL. */
+void cgroup_fallback_limits(const struct fb_cgroup *cg, int64_t *nproc, int64_t *data);
 
 /* Read usage counters. */
 void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u);

@@ -311,7 +311,7 @@ const struct fb_opt cli_policy_opts[] = {
      "id inside the sandbox (default 1000; 0 has no capabilities)", "Identity and environment:"},
     {"gid", 0, FB_ARG_VALUE, "N", RSF, set_id, "group id inside the sandbox (default 1000)", NULL},
     {"host-id", 0, FB_ARG_VALUE, "N", RS, set_id,
-     "as root: the unprivileged host id the sandbox maps to", NULL},
+     "as root: first host id of the sandbox's range of 65,536 (default: a free one)", NULL},
     {"hostname", 0, FB_ARG_VALUE, "NAME", RSF, set_hostname, "hostname inside (default fluebox)",
      NULL},
     {"env", 0, FB_ARG_VALUE, "K=V", RSF, set_env,

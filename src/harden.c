@@ -61,6 +61,15 @@ int harden_rlimits(const struct fb_policy *p, bool nproc_fallback, struct fb_err
     return 0;
 }
 
+int harden_fallback_rlimits(int64_t nproc, int64_t data, struct fb_err *err)
+{
+    if (nproc > 0 && set_limit(RLIMIT_NPROC, nproc, "nproc", err) < 0)
+        return -1;
+    if (data > 0 && set_limit(RLIMIT_DATA, data, "data", err) < 0)
+        return -1;
+    return 0;
+}
+
 static const char default_path[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 static void env_put(char ***env, size_t *n, const char *kv)

@@ -13,6 +13,10 @@ int harden_drop_caps(struct fb_err *err);
  * be applied (nproc_fallback), RLIMIT_NPROC. */
 int harden_rlimits(const struct fb_policy *p, bool nproc_fallback, struct fb_err *err);
 
+/* In the sandbox's init, on itself: the rlimits that stand in for cgroup
+ * limits (cgroup_fallback_limits; 0 = none). Only ever lowers a limit. */
+int harden_fallback_rlimits(int64_t nproc, int64_t data, struct fb_err *err);
+
 /* The environment the command gets (NULL-terminated, malloc'ed). */
 char **harden_build_env(const struct fb_policy *p);
 void harden_free_env(char **env);

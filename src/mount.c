@@ -32,6 +32,7 @@
 #include "cow.h"
 #include "ctl.h"
 #include "net.h"
+#include "userns.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -81,16 +82,16 @@ struct entry {
     bool user;       /* from --bind/--ro-bind/profile: resolve dst in-root */
 };
 
+/* Every fd here belongs to the layout: mount_build closes each as it
+ * attaches it, mount_layout_free whatever is left. */
 struct fb_layout {
     struct entry *e;
     size_t n;
     int dev_fd[FB_ARRAY_LEN(dev_nodes)];
-    int user_fd_base; /* unused */
     int workspace_fd;
-    bool workspace_owned;
     int cow_upper_fd; /* --cow-upper directory tree, or -1 */
     int *user_fds;    /* per p->mounts index: detached tree or -1 */
-    bool *user_owned;
+    size_t nuser;
 };
 
 void mount_layout_free(struct fb_layout *l)
@@ -104,14 +105,45 @@ void mount_layout_free(struct fb_layout *l)
         free(l->e[i].target);
     }
     free(l->e);
+    if (l->workspace_fd >= 0)
+        close(l->workspace_fd);
     if (l->cow_upper_fd >= 0)
         close(l->cow_upper_fd);
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
         if (l->dev_fd[i] >= 0)
             close(l->dev_fd[i]);
+    for (size_t i = 0; i < l->nuser; i++)
+        if (l->user_fds[i] >= 0)
+            close(l->user_fds[i]);
     free(l->user_fds);
-    free(l->user_owned);
     free(l);
+}
+
+size_t mount_layout_fds(const struct fb_layout *l, int *out, size_t cap)
+{
+    size_t n = 0;
+#define KEEP(fd)                                                                                   \
+    do {                                                                                           \
+        if ((fd) >= 0 && n < cap)                                                                  \
+            out[n++] = (fd);                                                                       \
+    } while (0)
+    if (!l)
+        return 0;
+    for (size_t i = 0; i < l->n; i++)
+        KEEP(l->e[i].fd);
+    for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
+        KEEP(l->dev_fd[i]);
+    KEEP(l->workspace_fd);
+    KEEP(l->cow_upper_fd);
+    for (size_t i = 0; i < l->nuser; i++)
+        KEEP(l->user_fds[i]);
+#undef KEEP
+    return n;
+}
+
+size_t mount_layout_nfds(const struct fb_layout *l)
+{
+    return l ? l->n + FB_ARRAY_LEN(dev_nodes) + 2 + l->nuser : 0;
 }
 
 static struct entry *add_entry(struct fb_layout *l)
@@ -169,8 +201,8 @@ static int add_host(struct fb_layout *l, const char *host, const char *dst, stru
     return 0;
 }
 
-int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
-                  struct fb_layout **out, struct fb_err *err)
+int mount_prepare(const struct fb_policy *p, struct fb_premounts *pre, struct fb_layout **out,
+                  struct fb_err *err)
 {
     struct fb_layout *l = fb_xcalloc(1, sizeof *l);
     l->workspace_fd = -1;
@@ -208,18 +240,17 @@ int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
     }
 
     if (pre && pre->workspace_fd >= 0) {
-        l->workspace_fd = pre->workspace_fd;
+        l->workspace_fd = fb_steal_fd(pre->workspace_fd);
     } else if (p->workspace) {
         /* With --cow the workspace is the overlay's lower layer: read-only. */
         l->workspace_fd = clone_tree(p->workspace, p->workspace_ro || p->cow ? RO_ATTRS : RW_ATTRS,
                                      err);
         if (l->workspace_fd < 0)
             goto fail;
-        l->workspace_owned = true;
     }
     if (p->cow && p->cow_upper) {
         if (pre && pre->cow_upper_fd >= 0) {
-            l->cow_upper_fd = pre->cow_upper_fd;
+            l->cow_upper_fd = fb_steal_fd(pre->cow_upper_fd);
         } else {
             l->cow_upper_fd = clone_tree(p->cow_upper, RW_ATTRS, err);
             if (l->cow_upper_fd < 0)
@@ -228,14 +259,15 @@ int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
     }
 
     l->user_fds = fb_xcalloc(p->nmounts ? p->nmounts : 1, sizeof(int));
-    l->user_owned = fb_xcalloc(p->nmounts ? p->nmounts : 1, sizeof(bool));
+    l->nuser = p->nmounts;
+    for (size_t i = 0; i < p->nmounts; i++)
+        l->user_fds[i] = -1;
     for (size_t i = 0; i < p->nmounts; i++) {
         const struct fb_mount *m = &p->mounts[i];
-        l->user_fds[i] = -1;
         if (m->kind != FB_MNT_RO_BIND && m->kind != FB_MNT_BIND)
             continue;
         if (pre && pre->bind_fds && pre->bind_fds[i] >= 0) {
-            l->user_fds[i] = pre->bind_fds[i];
+            l->user_fds[i] = fb_steal_fd(pre->bind_fds[i]);
             continue;
         }
         int fd = clone_tree(m->src, m->kind == FB_MNT_RO_BIND ? RO_ATTRS : RW_ATTRS, err);
@@ -247,7 +279,6 @@ int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
             goto fail;
         }
         l->user_fds[i] = fd;
-        l->user_owned[i] = true;
     }
     *out = l;
     return 0;
@@ -276,7 +307,6 @@ int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb
         return -1;
     close(l->workspace_fd);
     l->workspace_fd = ovl;
-    l->workspace_owned = true;
     if (l->cow_upper_fd >= 0)
         close(l->cow_upper_fd);
     l->cow_upper_fd = -1;
@@ -434,13 +464,20 @@ static int setup_dev(const struct fb_policy *p, struct fb_layout *l, struct fb_e
     return 0;
 }
 
-static int setup_proc(struct fb_err *err)
+/* Mounts the sandbox's /proc; *sysfd gets its sys/ while still writable
+ * (mount_build sets the user namespace's limits through it at the end). */
+static int setup_proc(int *sysfd, struct fb_err *err)
 {
     if (mkdir("proc", 0555) < 0 && errno != EEXIST)
         return fb_errno(err, FB_EXIT_SETUP, "creating /proc");
     if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
         return fb_errno(err, FB_EXIT_SETUP,
                         "mounting /proc (a host that masks parts of its own /proc prevents this)");
+    /* This mount's sys/ stays writable under the read-only one put on top
+     * below (a host may mount its own /proc/sys read-only). */
+    *sysfd = open("proc/sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (*sysfd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "/proc/sys");
     return mount_proc_harden("proc", err);
 }
 
@@ -591,6 +628,7 @@ static int user_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb
 int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err)
 {
     int rc = -1;
+    cleanup_close int sysfd = -1;
     /* Nothing we mount may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
         fb_errno(err, FB_EXIT_SETUP, "making mounts private");
@@ -644,7 +682,7 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
     }
     if (tmpfs_at("tmp", p->limits.disk, "1777", 0, err) < 0)
         goto out;
-    if (setup_dev(p, l, err) < 0 || setup_proc(err) < 0)
+    if (setup_dev(p, l, err) < 0 || setup_proc(&sysfd, err) < 0)
         goto out;
     if (user_mounts(p, l, err) < 0)
         goto out;
@@ -670,6 +708,10 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
         fb_errno(err, FB_EXIT_SETUP, "making the root read-only");
         goto out;
     }
+    /* Last, once every detached tree is attached (each counts as a mount
+     * namespace until then): the user namespace's own limits. */
+    if (userns_set_limits(sysfd, err) < 0)
+        goto out;
     rc = 0;
 out:
     mount_layout_free(l);

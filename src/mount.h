@@ -15,10 +15,19 @@ struct fb_premounts {
 
 struct fb_layout; /* opaque: the sources opened in phase 1 */
 
-/* Phase 1, in the child before it changes its ids: open (clone) every bind
- * source, while host permissions still apply to fluebox's own ids. */
-int mount_prepare(const struct fb_policy *p, const struct fb_premounts *pre,
-                  struct fb_layout **out, struct fb_err *err);
+/* Phase 1, with fluebox's own ids, so that host permissions are checked
+ * against them: open (clone) every bind source. As root in the supervisor
+ * before the clone (the child then runs as the sandbox's host id and could
+ * not reach what root can), rootless in the child before it changes ids.
+ * Takes over the fds of pre (they are -1 afterwards). */
+int mount_prepare(const struct fb_policy *p, struct fb_premounts *pre, struct fb_layout **out,
+                  struct fb_err *err);
+
+/* The descriptors a prepared layout holds, for the child to keep when it
+ * closes what it inherited: up to cap of them into out; returns how many.
+ * mount_layout_nfds() says how many there can be. NULL: none. */
+size_t mount_layout_fds(const struct fb_layout *l, int *out, size_t cap);
+size_t mount_layout_nfds(const struct fb_layout *l);
 
 /* Phase 2, in the child with its inside ids and full capabilities in its
  * user namespace: build the new root on a tmpfs, pivot_root into it, detach

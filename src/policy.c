@@ -19,7 +19,6 @@ void policy_init(struct fb_policy *p)
     p->cwd = fb_xstrdup("/workspace");
     p->uid = 1000;
     p->gid = 1000;
-    p->host_id = 100000;
     p->hostname = fb_xstrdup("fluebox");
     p->namespaces = FB_NS_ALL;
     p->bind_interpreter = true;

@@ -150,8 +150,9 @@ struct fb_policy {
     /* Identity. */
     uid_t uid;             /* inside; default 1000 */
     gid_t gid;
-    uid_t host_id;         /* when fluebox runs as root: the unprivileged host id the
-                              inside ids map to (never 0) */
+    uid_t host_id;         /* when fluebox runs as root: the first host id of the
+                              sandbox's range (inside 0); 0 = a free range from
+                              the allocator (idrange.h) */
     char *hostname;        /* default "fluebox" */
     unsigned namespaces;   /* FB_NS_* to create (user and mount always) */
 

@@ -1,30 +1,38 @@
 /* spawn.c — clone3 into new namespaces and the parent/child handshake.
  *
  * Parent (supervisor)                    Child (becomes the sandbox's pid 1)
- *   cgroup_create                           PR_SET_PDEATHSIG(SIGKILL)
- *   idmapped workspace (root only)          mount_prepare: clone bind sources
- *   clone3(NEWUSER|NEWPID|NEWNS|...)        ... waits for GO
- *   write uid_map / gid_map
- *   cgroup_attach (v2 without clone-into)  (v1: cgroup_join_self, first thing)
+ *   host ids (root: claim a range)
+ *   cgroup_create
+ *   root: idmapped binds, mount_prepare
+ *    (clone bind sources, as root)
+ *   clone3(NEWUSER|NEWPID|NEWNS|...)        (v1: cgroup_join_self, first thing)
+ *    root: as the range's first id, so      PR_SET_PDEATHSIG(SIGKILL)
+ *    the namespace is charged to it         rootless: mount_prepare
+ *   write uid_map / gid_map                 ... waits for GO
+ *    (rootless: newuidmap/newgidmap)
+ *   cgroup_attach (v2 without clone-into)
  *   send GO ------------------------------> setgroups/setresgid/setresuid to
- *                                            the inside ids (caps are kept:
- *                                            0 is not mapped, see userns.c)
+ *                                            the inside ids, keeping the
+ *                                            capabilities in the namespace
  *   (seccomp filters: built in, or a
  *    helper compiling since the start)
  *   SECCOMP_PROG (memfds) ---------------->  sethostname, net_setup_child
  *   egress_start <------- NETFDS ---------  (allow mode: DNS + listeners)
- *                                           mount_build: new root, pivot_root
+ *                                           mount_build: new root, the
+ *                                            namespace's limits, pivot_root
  *                                           init_main: drop caps, load the
  *                                            seccomp filters received
  *   wait READY <--------- READY ----------  fork the command / serve session
  *
- * The child opens its bind sources before changing ids so host permissions
- * are checked against fluebox's own ids, and changes ids before building the
+ * Bind sources are opened with fluebox's own ids so host permissions are
+ * checked against them (as root by the supervisor: the child is born as
+ * the sandbox's host id), and the child changes ids before building the
  * root so every file it creates there belongs to the inside user. */
 #include "spawn.h"
 
 #include "cow.h"
 #include "ctl.h"
+#include "harden.h"
 #include "init.h"
 #include "mount.h"
 #include "net.h"
@@ -33,6 +41,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <linux/securebits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -71,59 +80,42 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Close every descriptor above 2 except ctl, the prepared mounts and what
- * an FB_MODE_EXT caller keeps. */
-static void close_inherited(const struct fb_policy *p, int ctl, const struct fb_premounts *pre,
-                            const struct fb_spawn_ext *x)
+/* Close every descriptor above 2 except ctl, the prepared mount trees and
+ * what an FB_MODE_EXT caller keeps. */
+static void close_inherited(int ctl, const struct fb_layout *layout, const struct fb_spawn_ext *x)
 {
-    int keep[FB_CTL_MAX_FDS + 8];
+    size_t nx = x ? x->nkeep : 0;
+    size_t cap = 1 + mount_layout_nfds(layout) + nx;
+    cleanup_free int *keep = fb_xmalloc(cap * sizeof *keep);
     size_t n = 0;
     keep[n++] = ctl;
-    if (pre) {
-        if (pre->workspace_fd >= 0)
-            keep[n++] = pre->workspace_fd;
-        if (pre->cow_upper_fd >= 0)
-            keep[n++] = pre->cow_upper_fd;
-    }
+    n += mount_layout_fds(layout, keep + n, cap - n);
+    for (size_t i = 0; i < nx; i++)
+        if (x->keep_fds[i] >= 0)
+            keep[n++] = x->keep_fds[i];
     qsort(keep, n, sizeof *keep, cmp_int);
-    /* bind_fds may be many: keep them by closing only the gaps between. */
-    int *all = keep;
-    cleanup_free int *big = NULL;
-    size_t nb = 0, nx = x ? x->nkeep : 0;
-    if (pre && pre->bind_fds)
-        nb = p->nmounts;
-    if (nb || nx) {
-        big = fb_xmalloc((n + nb + nx) * sizeof *big);
-        memcpy(big, keep, n * sizeof *keep);
-        for (size_t i = 0; i < nb; i++)
-            if (pre->bind_fds[i] >= 0)
-                big[n++] = pre->bind_fds[i];
-        for (size_t i = 0; i < nx; i++)
-            if (x->keep_fds[i] >= 0)
-                big[n++] = x->keep_fds[i];
-        qsort(big, n, sizeof *big, cmp_int);
-        all = big;
-    }
     unsigned from = 3;
     for (size_t i = 0; i < n; i++) {
-        if (all[i] < 3)
+        if (keep[i] < 3)
             continue;
-        if ((unsigned)all[i] > from)
-            syscall(SYS_close_range, from, (unsigned)all[i] - 1, 0);
-        from = (unsigned)all[i] + 1;
+        if ((unsigned)keep[i] > from)
+            syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+        from = (unsigned)keep[i] + 1;
     }
     syscall(SYS_close_range, from, ~0U, 0);
 }
 
 __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum fb_mode mode,
-                                                 int ctl, const struct fb_premounts *pre,
+                                                 int ctl, struct fb_layout *layout,
                                                  const struct fb_ids *ids, bool nproc_fallback,
                                                  const struct fb_cgroup *cg,
                                                  const struct fb_spawn_ext *x)
 {
     struct fb_err err = {0};
     /* Join the run's v1 cgroups first, so that the set-up is charged there
-     * (moving itself is cheap, see cgroup.h); a failure is reported after GO. */
+     * (moving itself is cheap, see cgroup.h; the kernel checks the
+     * credentials that opened the file, the supervisor's); a failure is
+     * reported after GO. */
     struct fb_err cg_err = {0};
     int cg_rc = cg ? cgroup_join_self(cg, &cg_err) : 0;
     /* Everything else the supervisor had open came along with the clone:
@@ -131,7 +123,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
      * sessions' sockets and pipes. None belongs in a sandbox (a directory fd
      * of the host is a way out of any mount namespace), so only the control
      * socket and the prepared mounts stay. */
-    close_inherited(p, ctl, pre, x);
+    close_inherited(ctl, layout, x);
     fb_proctitle_set(mode == FB_MODE_SESSION ? "fluebox-session-init" : "fluebox-init");
     /* If the supervisor dies, so does the sandbox (init's death empties the
      * pid namespace). Set again after the id change below, which clears it.
@@ -140,8 +132,11 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     if (pdeath)
         prctl(PR_SET_PDEATHSIG, SIGKILL);
 
-    struct fb_layout *layout = NULL;
-    if (!x && mount_prepare(p, pre, &layout, &err) < 0)
+    /* Rootless, the bind sources are opened here, with the caller's ids
+     * (as root the supervisor did it: this process runs as the sandbox's
+     * host id, which cannot reach what root can). Rootless, pre is empty
+     * (idmapped mounts need root). An FB_MODE_EXT caller builds its own. */
+    if (!x && !layout && mount_prepare(p, NULL, &layout, &err) < 0)
         child_fail(ctl, &err);
 
     struct fb_msg m;
@@ -150,6 +145,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         _exit(FB_EXIT_SETUP);
     if (cg_rc < 0)
         child_fail(ctl, &cg_err);
+    if (harden_fallback_rlimits(m.code, m.arg, &err) < 0)
+        child_fail(ctl, &err);
     /* We joined our cgroup after the clone (v1 has no CLONE_INTO_CGROUP):
      * root the cgroup namespace there now, so /proc/self/cgroup shows "/"
      * and not the host's cgroup paths. */
@@ -162,8 +159,21 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         fb_errno(&err, FB_EXIT_SETUP, "dropping supplementary groups");
         child_fail(ctl, &err);
     }
+    /* As root we are the namespace's owner, its inside root: becoming the
+     * inside user would clear our capabilities in it, which building the
+     * root still needs. No set-uid fix-up for that one change (init drops
+     * every capability later anyway). */
+    int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+    if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "securebits");
+        child_fail(ctl, &err);
+    }
     if (setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "switching to uid %u gid %u", p->uid, p->gid);
+        child_fail(ctl, &err);
+    }
+    if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "securebits");
         child_fail(ctl, &err);
     }
     /* Changing credentials cleared the parent-death signal: set it again,
@@ -248,7 +258,7 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
     pre->workspace_fd = -1;
     pre->bind_fds = NULL;
     pre->cow_upper_fd = -1;
-    if (!ids->root)
+    if (!userns_own_range(ids))
         return 0;
     if (cow_premounts(p, ids, pre, err) < 0)
         return -1;
@@ -324,7 +334,7 @@ int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
 }
 
 /* The maps an FB_MODE_EXT caller gives, else userns.c's. */
-static int write_maps(pid_t pid, const struct fb_policy *p, const struct fb_ids *ids,
+static int write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
                       const struct fb_spawn_ext *x, struct fb_err *err)
 {
     if (!x || !x->uid_map)
@@ -349,7 +359,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     sb->ctl = -1;
     sb->seccomp_fd = -1;
     sb->start_ns = fb_now_ns();
-    userns_host_ids(p, &sb->ids);
+    idrange_init(&sb->ids.claim);
 
     /* The seccomp filters: looked up, or compiled by a helper process while
      * the sandbox is created and builds its root; sent once it waits for
@@ -360,12 +370,21 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     struct fb_sc_job scj;
     if (seccomp_job_start(p, scm, &scj, err) < 0)
         return -1;
+    /* As root: this sandbox's own range of host ids (idrange.h). An
+     * FB_MODE_EXT caller writes its own maps: one id, as fluebox 0.1 did. */
+    if (x)
+        userns_plain_ids(p, &sb->ids);
+    else if (userns_host_ids(p, &sb->ids, err) < 0) {
+        seccomp_job_cancel(&scj);
+        return -1;
+    }
 
     if (x && x->cg) {
         sb->cg = x->cg;
     } else if (wants_cgroup(p)) {
         if (cgroup_create(p, &sb->cg, err) < 0) {
             seccomp_job_cancel(&scj);
+            userns_release_ids(&sb->ids);
             return -1;
         }
         const char *missing = cgroup_not_applied(sb->cg);
@@ -374,9 +393,13 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     }
 
     struct fb_premounts pre = {.workspace_fd = -1, .cow_upper_fd = -1};
+    struct fb_layout *layout = NULL;
     if (p->cow && cow_begin(p, &sb->ids, &sb->cow, err) < 0)
         goto fail;
     if (!x && premounts_make(p, &sb->ids, &pre, err) < 0)
+        goto fail;
+    /* As root the bind sources are opened here, as root (mount.h). */
+    if (userns_own_range(&sb->ids) && mount_prepare(p, &pre, &layout, err) < 0)
         goto fail;
 
     int sv[2];
@@ -387,11 +410,25 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     int pidfd = -1;
     int cgfd = sb->cg ? cgroup_clone_fd(sb->cg) : -1;
     unsigned long flags = ns_flags(p) | (x ? x->clone_flags : 0);
+    struct fb_creator creator;
+    if (userns_creator_enter(&sb->ids, &creator, err) < 0) {
+        close(sv[0]);
+        close(sv[1]);
+        goto fail;
+    }
     pid_t pid = clone_sandbox(flags, cgfd, &pidfd);
     if (pid < 0 && cgfd >= 0 && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
         cgfd = -1; /* no CLONE_INTO_CGROUP here: attach after the clone */
         pid = clone_sandbox(flags, -1, &pidfd);
     }
+    if (pid == 0) {
+        /* The child keeps the credentials it was born with: the namespace
+         * owner's (userns.h). */
+        close(sv[0]);
+        seccomp_job_close(&scj); /* the supervisor's: it sends them */
+        child_main(p, mode, sv[1], layout, &sb->ids, sb->nproc_fallback, sb->cg, x);
+    }
+    userns_creator_leave(&creator);
     if (pid < 0) {
         int e = errno;
         close(sv[0]);
@@ -399,13 +436,10 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         fb_errf(err, FB_EXIT_SETUP, "%s", userns_hint(e));
         goto fail;
     }
-    if (pid == 0) {
-        close(sv[0]);
-        seccomp_job_close(&scj); /* the supervisor's: it sends them */
-        child_main(p, mode, sv[1], &pre, &sb->ids, sb->nproc_fallback, sb->cg, x);
-    }
     close(sv[1]);
     premounts_free(p, &pre);
+    mount_layout_free(layout); /* the child has them now */
+    layout = NULL;
     sb->pid = pid;
     sb->pidfd = pidfd;
     sb->ctl = sv[0];
@@ -414,7 +448,12 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         goto fail_child;
     if (sb->cg && cgfd < 0 && cgroup_attach(sb->cg, pid, err) < 0)
         goto fail_child;
-    struct fb_msg go = {.type = FB_MSG_GO};
+    /* GO carries the rlimits that stand in for cgroup limits (code:
+     * RLIMIT_NPROC, arg: RLIMIT_DATA; 0 = none), which the child sets on
+     * itself. */
+    int64_t nproc, data;
+    cgroup_fallback_limits(sb->cg, &nproc, &data);
+    struct fb_msg go = {.type = FB_MSG_GO, .code = (int32_t)nproc, .arg = data};
     if (ctl_send(sb->ctl, &go, NULL, 0) < 0) {
         fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
         goto fail_child;
@@ -475,11 +514,13 @@ fail_child:
     return -1;
 fail:
     seccomp_job_cancel(&scj);
+    mount_layout_free(layout);
     premounts_free(p, &pre);
     cgroup_destroy(sb->cg);
     sb->cg = NULL;
     cow_free(sb->cow);
     sb->cow = NULL;
+    userns_release_ids(&sb->ids);
     return -1;
 }
 
@@ -514,4 +555,8 @@ void sandbox_release(struct fb_sandbox *sb)
     sb->cow = NULL;
     cgroup_destroy(sb->cg);
     sb->cg = NULL;
+    /* Init is reaped, so its pid namespace is empty (the kernel reaps the
+     * last process of a namespace before its init): nothing runs as the
+     * range's ids any more, and another sandbox may have them. */
+    userns_release_ids(&sb->ids);
 }

@@ -1,9 +1,7 @@
-/* userns.c — user namespace maps and idmapped mounts.
+/* userns.c — the sandbox's user namespace: the host ids it maps, the
+ * credentials of the thread that creates it, its per-namespace limits, and
+ * idmapped mounts (see userns.h).
  *
- * The sandbox's user namespace maps exactly one uid and one gid: the inside
- * ids (default 1000, or 0 with --uid 0) to
- *   - the caller's own uid/gid when fluebox runs unprivileged, or
- *   - an unprivileged host id (p->host_id) when fluebox runs as root.
  * Host root is never mapped. That matters: a process whose kernel uid is 0
  * passes the owner check on root-owned files even from inside a user
  * namespace, which is how a sandbox that maps host root leaves
@@ -11,62 +9,446 @@
  * owned by host root is "nobody" inside and writable only through "other"
  * permission bits.
  *
+ * As root, each sandbox maps inside ids 0..65535 to a range of host ids of
+ * its own (idrange.h), so setuid() or chown() to another id fails with EPERM
+ * (no capability) as on any system, not EINVAL (unmapped id). The namespace
+ * is created by the cloning thread while it runs as the range's first id:
+ * the kernel charges what the namespace holds (its inotify instances, its
+ * nested namespaces, ...) to the namespace's owner at the host level, and
+ * what the sandbox's processes hold (pipe pages, fds in flight, epoll
+ * watches) to their own host ids — both of this sandbox alone.
+ *
  * The price is that a root-owned workspace would be read-only for the
  * sandbox. An idmapped mount (mount_setattr(MOUNT_ATTR_IDMAP)) fixes that
  * without touching the files: on that mount, files owned by the workspace's
- * owner appear owned by the sandbox's host id, and files the sandbox
- * creates are stored with the owner's ids. */
+ * owner appear owned by the sandbox user's host id, and files the sandbox
+ * creates are stored with the owner's ids.
+ *
+ * Rootless, the sandbox user must be the caller's own uid (nothing else can
+ * write the caller's files, and unprivileged users cannot make idmapped
+ * mounts), so every rootless sandbox of a user shares that uid's per-user
+ * counters with the user's own processes; the namespace limits below bound
+ * each sandbox's share of the ones counted per namespace (inotify). The
+ * rest of 0..65535 comes from /etc/subuid through newuidmap/newgidmap: no
+ * process ever runs as those ids (the sandbox has no CAP_SETUID), they only
+ * make setuid()/chown() answer as on a normal system. */
 #include "userns.h"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/mount.h>
 #include <sched.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-void userns_host_ids(const struct fb_policy *p, struct fb_ids *ids)
+/* ---- which ids ---- */
+
+static const char *const idmap_tools[][2] = {
+    {"/usr/bin/newuidmap", "/usr/bin/newgidmap"},
+    {"/usr/sbin/newuidmap", "/usr/sbin/newgidmap"},
+};
+
+static int find_tools(void)
 {
+    for (size_t i = 0; i < FB_ARRAY_LEN(idmap_tools); i++)
+        if (access(idmap_tools[i][0], X_OK) == 0 && access(idmap_tools[i][1], X_OK) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* The login name of uid from /etc/passwd (no NSS: fluebox is static). */
+static bool user_name(uid_t uid, char *name, size_t cap)
+{
+    char buf[65536];
+    if (fb_read_file("/etc/passwd", buf, sizeof buf) <= 0)
+        return false;
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        char *c3 = c2 ? strchr(c2 + 1, ':') : NULL;
+        if (!c3)
+            continue;
+        *c3 = 0;
+        uint64_t u;
+        if (fb_parse_u64(c2 + 1, &u) == 0 && u == uid && (size_t)(c1 - line) < cap) {
+            snprintf(name, cap, "%.*s", (int)(c1 - line), line);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The first subordinate id range of /etc/subuid or /etc/subgid that belongs
+ * to the user (by name or number) and holds at least need ids. */
+static bool subid_start(const char *path, const char *name, uid_t uid, uint32_t need,
+                        uint32_t *start)
+{
+    char buf[65536], num[16];
+    if (fb_read_file(path, buf, sizeof buf) <= 0)
+        return false;
+    snprintf(num, sizeof num, "%u", (unsigned)uid);
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c1 = *c2 = 0;
+        if (strcmp(line, num) != 0 && (!name || strcmp(line, name) != 0))
+            continue;
+        uint64_t s, n;
+        if (fb_parse_u64(c1 + 1, &s) == 0 && fb_parse_u64(c2 + 1, &n) == 0 && n >= need &&
+            s + need <= 4294967295u && s > 0) {
+            *start = (uint32_t)s;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Inside ids 0..65535, and the sandbox's own id if it lies above. */
+static bool fits_range(const struct fb_policy *p)
+{
+    return p->uid < FB_IDRANGE_SIZE && p->gid < FB_IDRANGE_SIZE;
+}
+
+int userns_host_ids(const struct fb_policy *p, struct fb_ids *ids, struct fb_err *err)
+{
+    memset(ids, 0, sizeof *ids);
+    idrange_init(&ids->claim);
     ids->root = geteuid() == 0;
+    ids->count = 1;
     if (ids->root) {
-        ids->host_uid = p->host_id;
-        ids->host_gid = (gid_t)p->host_id;
+        int rc = idrange_claim(p->host_id, FB_IDRANGE_SIZE, &ids->claim, err);
+        if (rc < 0)
+            return -1;
+        if (rc > 0) {
+            /* Root of a user namespace that maps none of the pool: one
+             * id, as fluebox 0.1 did (the map write fails where even that
+             * one is not mapped). */
+            ids->host_uid = ids->range_uid = FB_IDRANGE_LEGACY_ID;
+            ids->host_gid = ids->range_gid = FB_IDRANGE_LEGACY_ID;
+            return 0;
+        }
+        ids->range_uid = ids->claim.base;
+        ids->range_gid = ids->claim.base;
+        if (fits_range(p)) {
+            ids->count = FB_IDRANGE_SIZE;
+            ids->host_uid = ids->range_uid + p->uid;
+            ids->host_gid = ids->range_gid + p->gid;
+        } else {
+            ids->host_uid = ids->range_uid;
+            ids->host_gid = ids->range_gid;
+        }
+        return 0;
+    }
+    ids->host_uid = geteuid();
+    ids->host_gid = getegid();
+    /* Rootless: the rest of the range from the subordinate ids, when the
+     * tools that may write such maps are there. */
+    if (find_tools() < 0)
+        return 0;
+    char name[256];
+    bool named = user_name(ids->host_uid, name, sizeof name);
+    uint32_t need_u = p->uid < FB_IDRANGE_SIZE ? FB_IDRANGE_SIZE - 1 : FB_IDRANGE_SIZE;
+    uint32_t need_g = p->gid < FB_IDRANGE_SIZE ? FB_IDRANGE_SIZE - 1 : FB_IDRANGE_SIZE;
+    uint32_t su, sg;
+    if (subid_start("/etc/subuid", named ? name : NULL, ids->host_uid, need_u, &su) &&
+        subid_start("/etc/subgid", named ? name : NULL, ids->host_uid, need_g, &sg)) {
+        ids->count = FB_IDRANGE_SIZE;
+        ids->range_uid = su;
+        ids->range_gid = sg;
+    }
+    return 0;
+}
+
+void userns_plain_ids(const struct fb_policy *p, struct fb_ids *ids)
+{
+    memset(ids, 0, sizeof *ids);
+    idrange_init(&ids->claim);
+    ids->root = geteuid() == 0;
+    ids->count = 1;
+    if (ids->root) {
+        uid_t h = p->host_id ? p->host_id : FB_IDRANGE_LEGACY_ID;
+        ids->host_uid = ids->range_uid = h;
+        ids->host_gid = ids->range_gid = h;
     } else {
         ids->host_uid = geteuid();
         ids->host_gid = getegid();
     }
 }
 
-static int write_map(pid_t pid, const char *file, unsigned inside, unsigned outside,
-                     struct fb_err *err)
+void userns_release_ids(struct fb_ids *ids)
 {
-    char path[64], line[64];
-    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
-    snprintf(line, sizeof line, "%u %u 1\n", inside, outside);
-    if (fb_write_file(path, line) < 0)
-        return fb_errno(err, FB_EXIT_SETUP, "writing %s \"%u %u 1\"", file, inside, outside);
+    idrange_release(&ids->claim);
+}
+
+/* ---- who creates the namespace ---- */
+
+int userns_creator_enter(const struct fb_ids *ids, struct fb_creator *c, struct fb_err *err)
+{
+    c->active = false;
+    if (!userns_own_range(ids))
+        return 0;
+    c->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    /* Raw system calls: credentials are per thread in the kernel; glibc's
+     * wrappers would change every thread of the process (the server's). */
+    if (syscall(SYS_setresgid, -1, ids->range_gid, -1) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "switching to host gid %u", (unsigned)ids->range_gid);
+    if (syscall(SYS_setresuid, -1, ids->range_uid, -1) < 0) {
+        int e = errno;
+        syscall(SYS_setresgid, -1, 0, -1);
+        errno = e;
+        return fb_errno(err, FB_EXIT_SETUP, "switching to host uid %u", (unsigned)ids->range_uid);
+    }
+    c->active = true;
+    /* Leaving euid 0 cleared the effective set; the permitted one is kept
+     * (ruid and suid are still 0). Raise it again: the clone needs
+     * CAP_DAC_OVERRIDE to start the child in its cgroup (CLONE_INTO_CGROUP
+     * checks cgroup.procs against the caller's credentials). */
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &hdr, data) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "capget");
+        userns_creator_leave(c);
+        return -1;
+    }
+    data[0].effective = data[0].permitted;
+    data[1].effective = data[1].permitted;
+    if (syscall(SYS_capset, &hdr, data) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "capset");
+        userns_creator_leave(c);
+        return -1;
+    }
     return 0;
 }
 
-int userns_write_maps(pid_t pid, const struct fb_policy *p, const struct fb_ids *ids,
-                      struct fb_err *err)
+void userns_creator_leave(struct fb_creator *c)
 {
-    /* Unprivileged: setgroups must be denied before gid_map can be written.
-     * As root we keep setgroups so the child can drop root's supplementary
-     * groups (it calls setgroups(0, NULL)). */
-    if (!ids->root) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
-        if (fb_write_file(path, "deny") < 0 && errno != ENOENT)
-            return fb_errno(err, FB_EXIT_SETUP, "writing %s", path);
-    }
-    if (write_map(pid, "uid_map", p->uid, ids->host_uid, err) < 0 ||
-        write_map(pid, "gid_map", p->gid, ids->host_gid, err) < 0)
-        return -1;
+    if (!c->active)
+        return;
+    int e = errno;
+    /* Back to euid 0: the effective set is the permitted one again. */
+    syscall(SYS_setresuid, -1, 0, -1);
+    syscall(SYS_setresgid, -1, 0, -1);
+    /* Changing the euid made the process not dumpable; undo that. */
+    prctl(PR_SET_DUMPABLE, c->dumpable, 0, 0, 0);
+    c->active = false;
+    errno = e;
+}
+
+/* ---- the maps ---- */
+
+static int write_lines(pid_t pid, const char *file, const char *lines, struct fb_err *err)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+    if (fb_write_file(path, lines) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "writing %s", file);
     return 0;
 }
+
+/* "inside outside count" triples mapping inside 0..65535 to a range that
+ * starts at `range`, except inside `own`, which maps to host `self`. */
+static size_t rootless_extents(uint32_t own, uint32_t self, uint32_t range, uint32_t ext[3][3])
+{
+    size_t n = 0;
+    if (own >= FB_IDRANGE_SIZE) {
+        ext[n][0] = 0, ext[n][1] = range, ext[n][2] = FB_IDRANGE_SIZE, n++;
+        ext[n][0] = own, ext[n][1] = self, ext[n][2] = 1, n++;
+        return n;
+    }
+    if (own > 0)
+        ext[n][0] = 0, ext[n][1] = range, ext[n][2] = own, n++;
+    ext[n][0] = own, ext[n][1] = self, ext[n][2] = 1, n++;
+    if (own < FB_IDRANGE_SIZE - 1)
+        ext[n][0] = own + 1, ext[n][1] = range + own, ext[n][2] = FB_IDRANGE_SIZE - 1 - own, n++;
+    return n;
+}
+
+/* posix_spawn one of newuidmap/newgidmap with its output to errfd. */
+static pid_t spawn_tool(const char *path, pid_t target, uint32_t ext[3][3], size_t n, int errfd)
+{
+    char nums[10][16];
+    char *argv[12];
+    size_t a = 0, k = 0;
+    argv[a++] = (char *)path;
+    snprintf(nums[k], sizeof nums[k], "%d", (int)target);
+    argv[a++] = nums[k++];
+    for (size_t i = 0; i < n; i++)
+        for (int j = 0; j < 3; j++) {
+            snprintf(nums[k], sizeof nums[k], "%u", ext[i][j]);
+            argv[a++] = nums[k++];
+        }
+    argv[a] = NULL;
+    char *envp[] = {"PATH=/usr/bin:/bin", NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, errfd, 1);
+    posix_spawn_file_actions_adddup2(&fa, errfd, 2);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, path, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
+static int wait_tool(pid_t pid)
+{
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+/* Rootless with subordinate ids: both tools at once (each is a setuid
+ * program's start-up, about a millisecond). Returns 0, or -1 with the
+ * tools' own words in err. */
+static int rootless_full_maps(pid_t pid, const struct fb_policy *p, const struct fb_ids *ids,
+                              struct fb_err *err)
+{
+    int t = find_tools();
+    if (t < 0)
+        return fb_errf(err, FB_EXIT_SETUP, "newuidmap/newgidmap not found");
+    uint32_t ue[3][3], ge[3][3];
+    size_t un = rootless_extents(p->uid, ids->host_uid, ids->range_uid, ue);
+    size_t gn = rootless_extents(p->gid, ids->host_gid, ids->range_gid, ge);
+    int pf[2];
+    if (pipe2(pf, O_CLOEXEC) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "pipe");
+    pid_t up = spawn_tool(idmap_tools[t][0], pid, ue, un, pf[1]);
+    int e = errno;
+    pid_t gp = up < 0 ? -1 : spawn_tool(idmap_tools[t][1], pid, ge, gn, pf[1]);
+    if (up >= 0 && gp < 0)
+        e = errno;
+    close(pf[1]);
+    int rc = 0;
+    if (up < 0 || wait_tool(up) < 0)
+        rc = -1;
+    if (gp < 0 || wait_tool(gp) < 0)
+        rc = -1;
+    char out[400];
+    ssize_t n = fb_read_full(pf[0], out, sizeof out - 1);
+    close(pf[0]);
+    if (rc == 0)
+        return 0;
+    out[n > 0 ? n : 0] = 0;
+    for (char *s = out; *s; s++)
+        if (*s == '\n')
+            *s = ' ';
+    if (up < 0 || gp < 0) {
+        errno = e;
+        return fb_errno(err, FB_EXIT_SETUP, "starting %s", idmap_tools[t][up < 0 ? 0 : 1]);
+    }
+    return fb_errf(err, FB_EXIT_SETUP, "newuidmap/newgidmap: %s", *out ? out : "failed");
+}
+
+int userns_write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
+                      struct fb_err *err)
+{
+    char line[96];
+    if (ids->root) {
+        /* setgroups stays allowed: the child drops root's supplementary
+         * groups (setgroups(0, NULL)). */
+        if (ids->count > 1)
+            snprintf(line, sizeof line, "0 %u %u\n", (unsigned)ids->range_uid, ids->count);
+        else
+            snprintf(line, sizeof line, "%u %u 1\n", (unsigned)p->uid, (unsigned)ids->host_uid);
+        if (write_lines(pid, "uid_map", line, err) < 0)
+            return -1;
+        if (ids->count > 1)
+            snprintf(line, sizeof line, "0 %u %u\n", (unsigned)ids->range_gid, ids->count);
+        else
+            snprintf(line, sizeof line, "%u %u 1\n", (unsigned)p->gid, (unsigned)ids->host_gid);
+        return write_lines(pid, "gid_map", line, err);
+    }
+    if (ids->count > 1) {
+        struct fb_err e2 = {0};
+        if (rootless_full_maps(pid, p, ids, &e2) == 0)
+            return 0;
+        /* A map is written once or not at all: the single id still works. */
+        if (!p->quiet)
+            fb_warn("warning: %s; mapping only uid %u", e2.msg, (unsigned)ids->host_uid);
+        ids->count = 1;
+    }
+    /* Unprivileged: setgroups must be denied before gid_map can be written. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/setgroups", (int)pid);
+    if (fb_write_file(path, "deny") < 0 && errno != ENOENT)
+        return fb_errno(err, FB_EXIT_SETUP, "writing %s", path);
+    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)p->uid, (unsigned)ids->host_uid);
+    if (write_lines(pid, "uid_map", line, err) < 0)
+        return -1;
+    snprintf(line, sizeof line, "%u %u 1\n", (unsigned)p->gid, (unsigned)ids->host_gid);
+    return write_lines(pid, "gid_map", line, err);
+}
+
+/* ---- the namespace's own limits ---- */
+
+int userns_set_limits(int sysfd, struct fb_err *err)
+{
+    /* No nested namespaces (the seccomp filters refuse them too). Mount
+     * namespaces: a few for the copy-on-write reset helper (cow.c), which
+     * makes one as the sandbox user, and whose detached mounts (open_tree,
+     * fsmount) each count as one until attached. */
+    static const struct {
+        const char *name;
+        int value;
+    } fixed[] = {
+        {"user/max_user_namespaces", 0}, {"user/max_pid_namespaces", 0},
+        {"user/max_net_namespaces", 0},  {"user/max_ipc_namespaces", 0},
+        {"user/max_uts_namespaces", 0},  {"user/max_cgroup_namespaces", 0},
+        {"user/max_time_namespaces", 0}, {"user/max_mnt_namespaces", 16},
+    };
+    /* A quarter of the host's per-user limit each: rootless sandboxes all
+     * count against their user's limit at the host level. */
+    static const struct {
+        const char *name;
+        const char *host;
+    } shares[] = {
+        {"user/max_inotify_instances", "fs/inotify/max_user_instances"},
+        {"user/max_inotify_watches", "fs/inotify/max_user_watches"},
+        {"user/max_fanotify_groups", "fs/fanotify/max_user_groups"},
+        {"user/max_fanotify_marks", "fs/fanotify/max_user_marks"},
+    };
+    char buf[32];
+    for (size_t i = 0; i < FB_ARRAY_LEN(fixed) + FB_ARRAY_LEN(shares); i++) {
+        const char *name;
+        long long v;
+        if (i < FB_ARRAY_LEN(fixed)) {
+            name = fixed[i].name;
+            v = fixed[i].value;
+        } else {
+            name = shares[i - FB_ARRAY_LEN(fixed)].name;
+            if (fb_read_fileat(sysfd, shares[i - FB_ARRAY_LEN(fixed)].host, buf, sizeof buf) <= 0)
+                continue;
+            v = strtoll(buf, NULL, 10) / 4;
+            if (v < 1)
+                v = 1;
+        }
+        snprintf(buf, sizeof buf, "%lld\n", v);
+        if (fb_write_fileat(sysfd, name, buf) < 0 && errno != ENOENT)
+            return fb_errno(err, FB_EXIT_SETUP, "setting /proc/sys/%s", name);
+    }
+    return 0;
+}
+
+/* ---- idmapped mounts ---- */
 
 /* Made by a short-lived child that unshares and waits; we write its maps,
  * open its namespace, and let it go. */

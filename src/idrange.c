@@ -1,0 +1,199 @@
+/* idrange.c — claiming host id ranges for sandboxes started as root (see
+ * idrange.h for the scheme: OFD locks on a lock file whose byte offsets are
+ * host ids). */
+#include "idrange.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+void idrange_init(struct fb_idrange *r)
+{
+    r->base = r->count = 0;
+    r->lock_fd = -1;
+}
+
+void idrange_release(struct fb_idrange *r)
+{
+    if (!r)
+        return;
+    if (r->lock_fd >= 0)
+        close(r->lock_fd);
+    r->lock_fd = -1;
+}
+
+/* The lock file, created if needed. Its directory must be root's and
+ * writable by root alone, the file a regular file of root's: nobody else
+ * can then take or fake a claim. */
+static int open_lock(struct fb_err *err)
+{
+    if (mkdir(FB_IDRANGE_LOCK_DIR, 0755) < 0 && errno != EEXIST)
+        return fb_errno(err, FB_EXIT_SETUP, "host id ranges: creating %s", FB_IDRANGE_LOCK_DIR);
+    cleanup_close int dir = open(FB_IDRANGE_LOCK_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "host id ranges: %s", FB_IDRANGE_LOCK_DIR);
+    struct stat st;
+    if (fstat(dir, &st) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "host id ranges: %s", FB_IDRANGE_LOCK_DIR);
+    if (st.st_uid != 0 || (st.st_mode & 022))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "host id ranges: %s must belong to root and be writable by root only",
+                       FB_IDRANGE_LOCK_DIR);
+    int fd = openat(dir, "idranges.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "host id ranges: %s", FB_IDRANGE_LOCK_FILE);
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+        close(fd);
+        return fb_errf(err, FB_EXIT_SETUP, "host id ranges: %s is not a regular file of root's",
+                       FB_IDRANGE_LOCK_FILE);
+    }
+    return fd;
+}
+
+/* Ranges [start, start+count) as 64-bit numbers, so ends never wrap. */
+struct span {
+    uint64_t start, end;
+};
+
+struct spans {
+    struct span v[64];
+    size_t n;
+};
+
+static void spans_add(struct spans *s, uint64_t start, uint64_t count)
+{
+    if (s->n < FB_ARRAY_LEN(s->v) && count > 0)
+        s->v[s->n++] = (struct span){start, start + count};
+}
+
+/* /etc/subuid and /etc/subgid: "name:start:count" lines; ranges handed to
+ * users for their own rootless containers, never ours to use. */
+static void read_subids(const char *path, struct spans *out)
+{
+    char buf[16384];
+    if (fb_read_file(path, buf, sizeof buf) <= 0)
+        return;
+    for (char *line = buf, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        uint64_t start, count;
+        *c2 = 0;
+        if (fb_parse_u64(c1 + 1, &start) == 0 && fb_parse_u64(c2 + 1, &count) == 0)
+            spans_add(out, start, count);
+    }
+}
+
+/* The ids of our own user namespace that map to something
+ * (/proc/self/uid_map's first and third columns). */
+static void read_own_map(const char *path, struct spans *out)
+{
+    char buf[4096];
+    if (fb_read_file(path, buf, sizeof buf) <= 0)
+        return;
+    unsigned long long in, outside, count;
+    const char *s = buf;
+    int used;
+    while (sscanf(s, " %llu %llu %llu%n", &in, &outside, &count, &used) == 3) {
+        spans_add(out, in, count);
+        s += used;
+    }
+}
+
+static bool overlaps(const struct spans *s, uint64_t start, uint64_t end)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (start < s->v[i].end && s->v[i].start < end)
+            return true;
+    return false;
+}
+
+static bool inside(const struct spans *s, uint64_t start, uint64_t end)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].start <= start && end <= s->v[i].end)
+            return true;
+    return false;
+}
+
+/* 0 claimed, 1 in use, -1 error. */
+static int try_lock(int fd, uint64_t base, uint64_t count)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = (off_t)base,
+                       .l_len = (off_t)count};
+    if (fcntl(fd, F_OFD_SETLK, &fl) == 0)
+        return 0;
+    return errno == EAGAIN || errno == EACCES ? 1 : -1;
+}
+
+int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb_err *err)
+{
+    idrange_init(r);
+    if (count == 0)
+        count = FB_IDRANGE_SIZE;
+    struct spans sub = {.n = 0}, uidmap = {.n = 0}, gidmap = {.n = 0};
+    read_own_map("/proc/self/uid_map", &uidmap);
+    read_own_map("/proc/self/gid_map", &gidmap);
+    cleanup_close int fd = open_lock(err);
+    if (fd < 0)
+        return -1;
+
+    if (base) {
+        uint64_t end = (uint64_t)base + count;
+        if (end > 4294967295u)
+            return fb_errf(err, FB_EXIT_SETUP, "--host-id %u: the range of %u ids ends past 4294967294",
+                           base, count);
+        if (!inside(&uidmap, base, end) || !inside(&gidmap, base, end))
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "--host-id %u: ids %u-%llu are not all mapped in fluebox's own user "
+                           "namespace (/proc/self/uid_map)",
+                           base, base, (unsigned long long)end - 1);
+        int rc = try_lock(fd, base, count);
+        if (rc < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "host id ranges: locking %s", FB_IDRANGE_LOCK_FILE);
+        if (rc > 0)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "--host-id %u: host ids %u-%llu are in use by another sandbox", base,
+                           base, (unsigned long long)end - 1);
+        r->base = base;
+        r->count = count;
+        r->lock_fd = fb_steal_fd(fd);
+        return 0;
+    }
+
+    read_subids("/etc/subuid", &sub);
+    read_subids("/etc/subgid", &sub);
+    /* Start at a random slot: concurrent claims rarely try the same ones. */
+    uint32_t start = 0;
+    if (getrandom(&start, sizeof start, GRND_NONBLOCK) != (ssize_t)sizeof start)
+        start = (uint32_t)getpid() * 2654435761u;
+    size_t busy = 0, usable = 0;
+    for (uint32_t i = 0; i < FB_IDRANGE_POOL_SLOTS; i++) {
+        uint64_t b = FB_IDRANGE_POOL_BASE +
+                     (uint64_t)((start + i) % FB_IDRANGE_POOL_SLOTS) * FB_IDRANGE_SIZE;
+        uint64_t end = b + FB_IDRANGE_SIZE;
+        if (overlaps(&sub, b, end) || !inside(&uidmap, b, end) || !inside(&gidmap, b, end))
+            continue;
+        usable++;
+        int rc = try_lock(fd, b, FB_IDRANGE_SIZE);
+        if (rc < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "host id ranges: locking %s", FB_IDRANGE_LOCK_FILE);
+        if (rc > 0) {
+            busy++;
+            continue;
+        }
+        r->base = (uint32_t)b;
+        r->count = FB_IDRANGE_SIZE;
+        r->lock_fd = fb_steal_fd(fd);
+        return 0;
+    }
+    if (!usable)
+        return 1; /* a user namespace that does not map the pool */
+    return fb_errf(err, FB_EXIT_SETUP, "no free host id range: all %zu are in use by other sandboxes",
+                   busy);
+}
