@@ -94,12 +94,26 @@ MUST_ESCAPE_ANY="host_secret write_outside robind_write bind_traversal proc_pid_
 # ... and these too when root runs them (they need capabilities).
 MUST_ESCAPE_ROOT="mount umount pivot_root chroot clone_ns unshare_ns setns
   userns_nested mknod af_packet netlink_route proc_sys_write reboot swapon
-  tiocsti open_by_handle"
+  tiocsti open_by_handle dos_inotify dos_pipe_pages dos_scm_inflight"
 # Minimum share of probes that must escape with no sandbox. The rest need a
 # privilege the caller lacks or a kernel feature this machine may not have
 # (kexec, modules and x32 are often compiled out).
 MIN_ESCAPE_PCT_ROOT=80
 MIN_ESCAPE_PCT_USER=40
+
+# Cross-sandbox denial of service (dos.h): run in pairs through `fbhost pair`,
+# an attacker sandbox holding a per-user kernel resource while a victim
+# sandbox of the same mode, and the host user, try to use it. With no
+# sandbox (root only) attacker and victim run as one throwaway uid, so that
+# nobody else's quota is touched.
+DOS_PROBES=" dos_inotify dos_pipe_pages dos_scm_inflight "
+DOS_UID=1879048191
+# Rootless, the sandbox user is the caller's own uid (so the caller's files
+# stay theirs; unprivileged users cannot make idmapped mounts): counters kept
+# per host uid are shared with the caller's other processes by design. These
+# are documented in the README's threat model and not run rootless (running
+# them would take the quota of every process of this user on the machine).
+DOS_SHARED_UID=" dos_pipe_pages dos_scm_inflight "
 
 # Probes whose attack is exhausting a limit: when the sandbox is killed by
 # that limit before the probe can print (fluebox exits 137, 128+SIGKILL),
@@ -323,6 +337,67 @@ bwrap_cmd() {
         --clearenv --setenv PATH /usr/bin:/bin --setenv HOME /workspace --remount-ro /)
 }
 
+# sandbox_cmd MODE WS PROBE ARGS...: the command that runs PROBE ARGS under
+# fluebox in MODE, in $SBX. sh records the pid fluebox will have, then
+# becomes fluebox.
+sandbox_cmd() {
+    local mode=$1 ws=$2 p=$3
+    shift 3
+    local profile=${mode%%+*} extra=()
+    case "$mode" in
+    *+hostnet) extra=(--net host) ;;
+    esac
+    # shellcheck disable=SC2016 # expanded by that sh, not here
+    SBX=(sh -c 'echo $$ >>"$0"; exec "$@"' "$FBPIDS"
+        "$FLUEBOX" run --profile "$profile" "${extra[@]}" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
+        --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
+        --ro-bind "$TMP/bin:/probes" --ro-bind "$TMP/bindsrc:/data"
+        -- "/probes/$p" "$@")
+}
+
+# dos_cmd PROBE MODE WS OUT: the `fbhost pair` command of a cross-sandbox
+# probe in $DOS (attacker, then a victim in the same mode and one on the
+# host as this user); returns 1 after writing a verdict when it is not run.
+dos_cmd() {
+    local p=$1 mode=$2 ws=$3 out=$4
+    local pair=("$TMP/bin/helper/fbhost" pair "$p")
+    case "$mode" in
+    none)
+        if [ "$IS_ROOT" != 1 ]; then
+            printf 'SKIP\t0\twith no sandbox the attack would take the quota of every process of %s; root runs it as a throwaway uid\n' \
+                "$ME" >"$out.v"
+            return 1
+        fi
+        DOS=("${pair[@]}" --uid "$DOS_UID" -- "$TMP/bin/$p" role=hold "${CTX[@]}"
+            --- "$TMP/bin/$p" role=victim "${CTX[@]}")
+        ;;
+    bwrap)
+        bwrap_cmd "$ws"
+        DOS=("${pair[@]}" -- "${BWRAP[@]}" -- "/probes/$p" role=hold "${CTX[@]}"
+            --- "${BWRAP[@]}" -- "/probes/$p" role=victim "${CTX[@]}"
+            --- "$TMP/bin/$p" role=victim "${CTX[@]}")
+        ;;
+    oci)
+        # Containers take their host ids from their spec (docs/oci.md): no
+        # range and namespace owner of their own yet, so the attack would
+        # take host root's quota on the whole machine.
+        printf 'NA\t0\tnot run: fluebox oci containers do not get host ids of their own yet; the attack would take host root'"'"'s quota\n' >"$out.v"
+        return 1
+        ;;
+    *)
+        if [ "$IS_ROOT" != 1 ] && [[ $DOS_SHARED_UID == *" $p "* ]]; then
+            printf 'SHARED\t0\trootless: the sandbox runs as %s, whose per-uid counters it shares by design (not run)\n' \
+                "$ME" >"$out.v"
+            return 1
+        fi
+        sandbox_cmd "$mode" "$ws" "$p" role=hold "${CTX[@]}"
+        local attacker=("${SBX[@]}")
+        sandbox_cmd "$mode" "$ws" "$p" role=victim "${CTX[@]}"
+        DOS=("${pair[@]}" -- "${attacker[@]}" --- "${SBX[@]}" --- "$TMP/bin/$p" role=victim "${CTX[@]}")
+        ;;
+    esac
+}
+
 # run_one PROBE MODE: runs it, leaves "VERDICT<TAB>detail" in $TMP/out/P.M.v
 run_one() {
     local p=$1 mode=$2
@@ -348,6 +423,11 @@ run_one() {
         cmd+=("$ws" "$TMP/secret" "$TMP/outside")
         mode=session
     fi
+    if [[ $DOS_PROBES == *" $p "* ]]; then
+        dos_cmd "$p" "$mode" "$ws" "$out" || return
+        cmd+=("${DOS[@]}")
+        mode=session
+    fi
     case "$mode" in
     session) ;;
     none)
@@ -370,17 +450,8 @@ run_one() {
         cmd+=("$FLUEBOX" oci --root "$TMP/ocistate" run --bundle "$b" "probe-$p")
         ;;
     *)
-        # sh records the pid fluebox will have, then becomes fluebox.
-        # shellcheck disable=SC2016 # expanded by that sh, not here
-        cmd+=(sh -c 'echo $$ >>"$0"; exec "$@"' "$FBPIDS")
-        local profile=${mode%%+*} extra=()
-        case "$mode" in
-        *+hostnet) extra=(--net host) ;;
-        esac
-        cmd+=("$FLUEBOX" run --profile "$profile" "${extra[@]}" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
-            --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
-            --ro-bind "$TMP/bin:/probes" --ro-bind "$TMP/bindsrc:/data"
-            -- "/probes/$p" "${CTX[@]}" data=/data fill=/tmp)
+        sandbox_cmd "$mode" "$ws" "$p" "${CTX[@]}" data=/data fill=/tmp
+        cmd+=("${SBX[@]}")
         ;;
     esac
     local rc
@@ -464,6 +535,9 @@ for p in "${PROBES[@]}"; do
             elif [ "$v" = ESCAPED ] && [ -n "${ALLOWED[$p:$m]:-}" ] && [ "$m" != strict ]; then
                 cell=allowed
                 pass "$p under $m: escaped, allowed (${ALLOWED[$p:$m]})"
+            elif [ "$v" = SHARED ]; then
+                cell=shared-uid
+                pass "$p under $m: not run: $detail (README, threat model)"
             elif [ "$v" = ESCAPED ] && [ "$p" = mem_bomb ] && [ -n "$NO_MEMCG" ]; then
                 cell=no-cgroup
                 pass "$p under $m: not bounded: $ME has no cgroup delegation here (fluebox warns; --require-limits refuses)"
@@ -536,6 +610,7 @@ say "blocked: every attempt failed; allowed: escaped where the profile permits i
 say "(reasons below); ESCAPED!/ERROR!/SKIP!: failures. 'none' is the same probe"
 say "with no sandbox: escaped there shows the probe can see its escape."
 [ -n "$NO_MEMCG" ] && say "no-cgroup: $ME cannot create cgroups here, so --mem is a per-process RLIMIT_DATA only (rootless limit; see the README)"
+[ "$IS_ROOT" != 1 ] && say "shared-uid: rootless sandboxes run as $ME, so counters the kernel keeps per host uid (pipe pages, fds in flight, epoll watches) are shared with $ME's processes (rootless limit; see the README); not run"
 say "no sandbox: $escapes_none of ${#PROBES[@]} probes escaped (need $need)"
 shown=""
 for k in "${!ALLOWED[@]}"; do

@@ -26,6 +26,17 @@
  *       to show each path does lead to the secret when nothing isolates.
  *       Prints one probe verdict line.
  *
+ *   fbhost pair NAME [--uid N] -- ATTACKER... --- VICTIM... [--- VICTIM...]
+ *       Drives a cross-sandbox denial-of-service probe (dos.h): starts
+ *       ATTACKER (the probe with role=hold, in a sandbox or not) with a
+ *       pipe as stdin, waits for its "HOLDING ..." line, runs each VICTIM
+ *       (the probe with role=victim: in another sandbox, or on the host) to
+ *       the end, then closes the attacker's stdin so it lets go. Prints the
+ *       verdict: ESCAPED when a victim reported ESCAPED (it was hurt),
+ *       BLOCKED when none was or when the attacker could not take the
+ *       resource at all, ERROR otherwise. --uid N (root only) runs every
+ *       command as that throwaway uid, for the run with no sandbox.
+ *
  *   fbhost pty -- CMD [ARGS...]
  *       Runs CMD in a new session whose controlling terminal is a fresh
  *       pseudo-terminal, with that terminal as stdin (stdout and stderr are
@@ -49,6 +60,8 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <grp.h>
+#include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -474,8 +487,214 @@ static int run_with_pty(char **argv)
     return WEXITSTATUS(st);
 }
 
+/* ---- pair: one attacker, victims ---- */
+
+static pid_t start_cmd(char **argv, int in_fd, int out_fd, long uid)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    /* The throwaway uid gets the usual default open-file limit (1024), as
+     * an ordinary login would: the fds-in-flight probe needs the victim's
+     * limit to be below what the attacker can put in flight. */
+    struct rlimit nofile = {1024, 1024};
+    if (uid >= 0 && (setrlimit(RLIMIT_NOFILE, &nofile) < 0 || setgroups(0, NULL) < 0 ||
+                     setresgid((gid_t)uid, (gid_t)uid, (gid_t)uid) < 0 ||
+                     setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) < 0))
+        _exit(die("pair: switching to the throwaway uid"));
+    if (in_fd >= 0)
+        dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    for (int fd = 3; fd < 1024; fd++)
+        if (fd != 7 && fd != 8) /* the runner's context fds stay, as for every probe */
+            close(fd);
+    execvp(argv[0], argv);
+    _exit(errno == ENOENT ? 127 : 126);
+}
+
+static long ms_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Read from fd into buf (appending) until a line starting with prefix is
+ * complete, EOF, or the deadline. Returns that line (in buf) or NULL. */
+static char *read_line_with(int fd, char *buf, size_t cap, size_t *len, const char *prefix,
+                            long deadline)
+{
+    for (;;) {
+        for (char *l = buf; l < buf + *len;) {
+            char *nl = memchr(l, '\n', (size_t)(buf + *len - l));
+            if (!nl)
+                break;
+            if (strncmp(l, prefix, strlen(prefix)) == 0) {
+                *nl = 0;
+                return l;
+            }
+            l = nl + 1;
+        }
+        long left = deadline - ms_now();
+        if (left <= 0 || *len + 1 >= cap)
+            return NULL;
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return NULL;
+        ssize_t got = read(fd, buf + *len, cap - 1 - *len);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return NULL;
+        *len += (size_t)got;
+        buf[*len] = 0;
+    }
+}
+
+static int wait_or_kill(pid_t pid, long deadline)
+{
+    int st = 0;
+    for (;;) {
+        pid_t w = waitpid(pid, &st, WNOHANG);
+        if (w == pid)
+            return st;
+        if (w < 0 && errno != EINTR)
+            return -1;
+        if (ms_now() > deadline) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+                ;
+            return st;
+        }
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int pair(int argc, char **argv)
+{
+    const char *name = argv[2];
+    long uid = -1;
+    int i = 3;
+    if (i + 1 < argc && strcmp(argv[i], "--uid") == 0) {
+        uid = strtol(argv[i + 1], NULL, 10);
+        i += 2;
+    }
+    if (i >= argc || strcmp(argv[i], "--") != 0)
+        return die("pair: expected --");
+    i++;
+    /* Split the rest at "---": cmds[0] attacks, the others are victims. */
+    char **cmds[8];
+    int ncmds = 0;
+    cmds[ncmds++] = argv + i;
+    for (; i < argc; i++)
+        if (strcmp(argv[i], "---") == 0) {
+            argv[i] = NULL;
+            if (ncmds < 8)
+                cmds[ncmds++] = argv + i + 1;
+        }
+    if (ncmds < 2)
+        return die("pair: no victim");
+    signal(SIGPIPE, SIG_IGN);
+
+    int in[2], out[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0)
+        return die("pair: pipe");
+    pid_t att = start_cmd(cmds[0], in[0], out[1], uid);
+    close(in[0]);
+    close(out[1]);
+    if (att < 0)
+        return die("pair: fork");
+    static char abuf[65536], vbuf[65536], detail[4096];
+    size_t alen = 0;
+    char *held = read_line_with(out[0], abuf, sizeof abuf, &alen, "HOLDING ", ms_now() + 60000);
+    char prefix[128];
+    int escaped = 0, error = 0;
+    size_t dl = 0;
+    if (!held) {
+        /* The attacker ended (or hung) without holding anything: when its
+         * own verdict says it was stopped, that is the sandbox working. */
+        close(in[1]);
+        snprintf(prefix, sizeof prefix, "BLOCKED %s: ", name);
+        char *v = read_line_with(out[0], abuf, sizeof abuf, &alen, prefix, ms_now() + 5000);
+        int st = wait_or_kill(att, ms_now() + 5000);
+        if (v) {
+            printf("BLOCKED %s: the attacker could not take the resource: %s\n", name,
+                   v + strlen(prefix));
+            return 0;
+        }
+        printf("ERROR %s: the attacker never held the resource (status %d): %.300s\n", name, st,
+               abuf);
+        return 0;
+    }
+    dl += (size_t)snprintf(detail + dl, sizeof detail - dl, "attacker %s", held);
+    for (int k = 1; k < ncmds; k++) {
+        int vo[2];
+        if (pipe2(vo, O_CLOEXEC) < 0)
+            return die("pair: pipe");
+        pid_t v = start_cmd(cmds[k], -1, vo[1], uid);
+        close(vo[1]);
+        size_t vlen = 0;
+        /* The victim's verdict: the line naming the probe. */
+        char *line = NULL;
+        static const char *const verdicts[] = {"ESCAPED", "BLOCKED", "SKIP", "ERROR"};
+        long deadline = ms_now() + 60000;
+        vbuf[0] = 0;
+        for (;;) {
+            struct pollfd p = {.fd = vo[0], .events = POLLIN};
+            long left = deadline - ms_now();
+            if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+                break;
+            ssize_t got = read(vo[0], vbuf + vlen, sizeof vbuf - 1 - vlen);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                break;
+            vlen += (size_t)got;
+            vbuf[vlen] = 0;
+        }
+        close(vo[0]);
+        int st = wait_or_kill(v, ms_now() + 5000);
+        int which = -1;
+        for (size_t j = 0; j < 4 && which < 0; j++) {
+            char pre[160];
+            snprintf(pre, sizeof pre, "%s %s: ", verdicts[j], name);
+            char *at = strstr(vbuf, pre);
+            if (at && (at == vbuf || at[-1] == '\n')) {
+                which = (int)j;
+                line = at + strlen(pre);
+                char *nl = strchr(line, '\n');
+                if (nl)
+                    *nl = 0;
+            }
+        }
+        if (which == 0)
+            escaped = 1;
+        else if (which != 1)
+            error = 1;
+        dl += (size_t)snprintf(detail + dl, dl < sizeof detail ? sizeof detail - dl : 0,
+                               "; victim %d: %s%s", k,
+                               which < 0 ? "no verdict" : line,
+                               which < 0 ? (WIFEXITED(st) && WEXITSTATUS(st) ? " (exit non-zero)" : "")
+                                         : "");
+        if (dl >= sizeof detail)
+            dl = sizeof detail - 1;
+    }
+    close(in[1]); /* the attacker lets go */
+    wait_or_kill(att, ms_now() + 30000);
+    close(out[0]);
+    printf("%s %s: %s\n", escaped ? "ESCAPED" : error ? "ERROR" : "BLOCKED", name, detail);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 6 && strcmp(argv[1], "pair") == 0)
+        return pair(argc, argv);
     if (argc == 4 && strcmp(argv[1], "serve") == 0)
         return serve(argv[2], argv[3]);
     if (argc >= 4 && strcmp(argv[1], "pty") == 0 && strcmp(argv[2], "--") == 0)
@@ -483,6 +702,7 @@ int main(int argc, char **argv)
     if (argc == 7 && strcmp(argv[1], "session-files") == 0)
         return session_files(argv[2], argv[3], argv[4], argv[5], argv[6]);
     fprintf(stderr, "usage: fbhost serve INFOFILE TAG | fbhost pty -- CMD [ARGS...]\n"
+                    "       fbhost pair NAME [--uid N] -- ATTACKER... --- VICTIM... [--- ...]\n"
                     "       fbhost session-files SOCKET|none PROFILE WS SECRET OUTSIDE\n");
     return 2;
 }
