@@ -139,6 +139,10 @@ static json_t *report_json(const struct fb_policy *p, const struct fb_result *r)
     snprintf(signame, sizeof signame, "SIG%s", abbrev ? abbrev : "");
     json_object_set_new(o, "signal_name", abbrev ? json_string(signame) : json_null());
     json_object_set_new(o, "timed_out", json_boolean(r->timed_out));
+    const char *eabbrev = r->end_signal ? sigabbrev_np(r->end_signal) : NULL;
+    char endname[32];
+    snprintf(endname, sizeof endname, "SIG%s", eabbrev ? eabbrev : "");
+    json_object_set_new(o, "killed_after_signal", eabbrev ? json_string(endname) : json_null());
     json_object_set_new(o, "oom_killed", json_boolean(r->oom_killed));
     json_object_set_new(o, "oom_kills", opt_int(r->cg.oom_kills));
     json_object_set_new(o, "setup_failed", json_boolean(r->setup_failed));

@@ -20,6 +20,8 @@ struct fb_result {
     int status_code;      /* command's exit status, -1 if killed by a signal */
     int signal;           /* signal that killed the command, 0 if none */
     bool timed_out;
+    int end_signal;       /* SIGTERM/SIGINT/SIGHUP fluebox forwarded, when the sandbox
+                             then had to be killed after the grace period; else 0 */
     bool oom_killed;
     bool setup_failed;    /* the sandbox never ran the command */
     char error[512];      /* set when setup_failed */

@@ -75,6 +75,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/netlink.h>
+#include <netinet/in.h>
 
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
@@ -207,6 +208,9 @@ static const struct sc_const {
     C(NETLINK_ROUTE, ""), C(NETLINK_SOCK_DIAG, ""), C(NETLINK_AUDIT, ""),
     C(NETLINK_KOBJECT_UEVENT, ""), C(NETLINK_GENERIC, ""), C(NETLINK_NETFILTER, ""),
     C(NETLINK_XFRM, ""), C(NETLINK_SELINUX, ""), C(NETLINK_CONNECTOR, ""),
+    C(IPPROTO_IP, ""), C(IPPROTO_ICMP, ""), C(IPPROTO_TCP, ""), C(IPPROTO_UDP, ""),
+    C(IPPROTO_ICMPV6, ""), C(IPPROTO_SCTP, ""), C(IPPROTO_UDPLITE, ""), C(IPPROTO_MPTCP, ""),
+    C(MSG_OOB, ""), C(MSG_PEEK, ""), C(MSG_DONTWAIT, ""),
     C(SOCK_STREAM, ""), C(SOCK_DGRAM, ""), C(SOCK_RAW, ""), C(SOCK_SEQPACKET, ""),
     C(SOCK_NONBLOCK, ""), C(SOCK_CLOEXEC, ""),
     C(CLONE_NEWNS, ""), C(CLONE_NEWUTS, ""), C(CLONE_NEWIPC, ""), C(CLONE_NEWUSER, ""),

@@ -21,7 +21,20 @@
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS, K_SECCOMP };
+enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS, K_SECCOMP, K_GRACE };
+
+/* Signals that ask the run to end: after forwarding one, the sandbox gets
+ * FB_SIGNAL_GRACE_MS to do so. */
+static bool ending_signal(int sig)
+{
+    return sig == SIGTERM || sig == SIGINT || sig == SIGHUP;
+}
+
+static void arm_ms(int tfd, int64_t ms)
+{
+    struct itimerspec its = {.it_value = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000}};
+    timerfd_settime(tfd, 0, &its, NULL);
+}
 
 static int ep_add(int ep, int fd, uint32_t key)
 {
@@ -97,6 +110,9 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
     cleanup_close int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     cleanup_close int tfd = -1;
+    cleanup_close int gfd = -1; /* the grace period after an ending signal */
+    int got_signal = 0;         /* the first ending signal forwarded */
+    bool grace_killing = false;
     struct fb_scn *scn = NULL; /* seccomp notifications (--seccomp-log, learn) */
     if (ep < 0 || sfd < 0) {
         fb_errno(err, FB_EXIT_SETUP, "event loop");
@@ -160,8 +176,39 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
             }
             case K_SIG: {
                 struct signalfd_siginfo si;
-                while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-                    syscall(SYS_pidfd_send_signal, sb.pidfd, (int)si.ssi_signo, NULL, 0);
+                while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                    int sig = (int)si.ssi_signo;
+                    syscall(SYS_pidfd_send_signal, sb.pidfd, sig, NULL, 0);
+                    if (!ending_signal(sig) || grace_killing)
+                        continue;
+                    if (!got_signal) {
+                        got_signal = sig;
+                        gfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+                        if (gfd >= 0) {
+                            arm_ms(gfd, FB_SIGNAL_GRACE_MS);
+                            ep_add(ep, gfd, K_GRACE);
+                        }
+                    } else if (gfd >= 0) {
+                        arm_ms(gfd, 1); /* asked twice: no more waiting */
+                    }
+                }
+                break;
+            }
+            case K_GRACE: {
+                uint64_t ticks;
+                if (read(gfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
+                    break;
+                if (!grace_killing) {
+                    /* Like the timeout: init kills and reaps everything, and
+                     * is SIGKILLed itself if it has not exited a second later. */
+                    grace_killing = true;
+                    res->end_signal = got_signal;
+                    syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
+                    arm_ms(gfd, 1000);
+                } else {
+                    sandbox_kill(&sb);
+                    epoll_ctl(ep, EPOLL_CTL_DEL, gfd, NULL);
+                }
                 break;
             }
             case K_TIMER: {
@@ -226,6 +273,15 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
 
     if (res->timed_out) {
         res->exit_code = FB_EXIT_TIMEOUT;
+        res->signal = SIGKILL;
+    } else if (res->end_signal && have_status && WIFEXITED(wstatus)) {
+        res->end_signal = 0; /* it exited by itself after all */
+        res->status_code = WEXITSTATUS(wstatus);
+        res->exit_code = res->status_code;
+    } else if (res->end_signal) {
+        /* Killed after the grace period: fluebox ends as the signal it was
+         * sent asked (130 for SIGINT, 143 for SIGTERM). */
+        res->exit_code = 128 + res->end_signal;
         res->signal = SIGKILL;
     } else if (have_status && WIFEXITED(wstatus)) {
         res->status_code = WEXITSTATUS(wstatus);

@@ -90,7 +90,8 @@ declare -A ALLOWED=(
 MUST_ESCAPE_ANY="host_secret write_outside robind_write bind_traversal proc_pid_root
   host_proc_see host_signal host_vm_readv host_loopback abstract_unix dns_external ipc_host
   env_leak inherited_fds fork_bomb mem_bomb tmp_fill caps_left no_new_privs
-  seccomp_on personality proc_self_exe sysfs init_tamper session_files setuid_workspace"
+  seccomp_on personality proc_self_exe sysfs init_tamper session_files setuid_workspace
+  rare_sockets"
 # ... and these too when root runs them (they need capabilities).
 MUST_ESCAPE_ROOT="mount umount pivot_root chroot clone_ns unshare_ns setns
   userns_nested mknod af_packet netlink_route proc_sys_write reboot swapon
