@@ -21,6 +21,8 @@ enum fb_msg_type {
                           (--seccomp-log, learn); see scnotify.h */
     FB_MSG_SECCOMP_PROG, /* supervisor -> child, after GO: the seccomp filters
                           (memfds, code = how many, arg = load flags); seccomp.h */
+    FB_MSG_SCRATCH,    /* child -> supervisor, before READY: the scratch tmpfs (fd),
+                          measured for the report (mount.h) */
     FB_MSG_SESSION = 100,
 };
 

@@ -103,7 +103,20 @@ char **harden_build_env(const struct fb_policy *p)
     snprintf(path + o, cap - o, "%s", default_path);
     env_put(&env, &n, path);
     free(path);
-    env_put(&env, &n, "HOME=/workspace");
+    /* A home of its own (in the scratch space, mount.c), so that what tools
+     * keep there (.gitconfig, .npm, .cache) stays out of the workspace. */
+    const char *home = policy_home(p);
+    char hbuf[128];
+    static const char *const xdg[][2] = {{"XDG_CONFIG_HOME", ".config"},
+                                         {"XDG_CACHE_HOME", ".cache"},
+                                         {"XDG_DATA_HOME", ".local/share"},
+                                         {"XDG_STATE_HOME", ".local/state"}};
+    snprintf(hbuf, sizeof hbuf, "HOME=%s", home);
+    env_put(&env, &n, hbuf);
+    for (size_t i = 0; i < FB_ARRAY_LEN(xdg); i++) {
+        snprintf(hbuf, sizeof hbuf, "%s=%s/%s", xdg[i][0], home, xdg[i][1]);
+        env_put(&env, &n, hbuf);
+    }
     const char *lang = getenv("LANG");
     char buf[512];
     snprintf(buf, sizeof buf, "LANG=%s", lang && *lang && strlen(lang) < 64 ? lang : "C.UTF-8");

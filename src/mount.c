@@ -6,11 +6,14 @@
  *   /etc               generated passwd, group, hostname, hosts, resolv.conf,
  *                      plus read-only binds of what programs need to run
  *                      (ld.so cache, alternatives, ssl certificates, ...)
- *   /workspace         --workspace DIR read-write (idmapped when root), or tmpfs,
- *                      or with --cow an overlay with DIR as its lower layer (cow.c)
- *   /tmp               tmpfs of --disk size, mode 1777
+ *   /workspace         --workspace DIR read-write (idmapped when root), or a
+ *                      scratch directory, or with --cow an overlay with DIR as
+ *                      its lower layer (cow.c)
+ *   /tmp               scratch directory, mode 1777
+ *   /home/fluebox      the user's home (/root for uid 0): scratch directory
+ *                      with the XDG directories
  *   /dev               tmpfs with null zero full random urandom tty bound from
- *                      the host, a new devpts instance, /dev/shm tmpfs
+ *                      the host, a new devpts instance, /dev/shm (scratch)
  *   /proc              new procfs for the pid namespace; /proc/sys, sysrq-trigger,
  *                      irq, bus read-only; kcore, keys, timer_list, kallsyms ...
  *                      covered by /dev/null
@@ -18,6 +21,13 @@
  *                      lives outside /usr (pyenv, nvm), read-only, same path
  *   --ro-bind/--bind/--tmpfs and profile binds, in order, last
  *   no /sys, nothing else of the host.
+ *
+ * The scratch space: one tmpfs of --disk size (and a bounded number of
+ * inodes) holds everything the sandbox may write that is not a host bind:
+ * /tmp, /dev/shm, the home, a tmpfs /workspace, the copy-on-write upper
+ * layer and --tmpfs without a size, each a bind of one of its directories.
+ * Filling any of them fills the one budget and gets ENOSPC; the supervisor
+ * keeps a descriptor of it to report the bytes used (FB_MSG_SCRATCH).
  *
  * Two phases (see mount.h): sources are cloned with open_tree() before the
  * child changes ids; the tree is built on a tmpfs mounted over /tmp in the
@@ -92,6 +102,7 @@ struct fb_layout {
     int cow_upper_fd; /* --cow-upper directory tree, or -1 */
     int *user_fds;    /* per p->mounts index: detached tree or -1 */
     size_t nuser;
+    int scratch_fd;   /* the scratch tmpfs (detached), or -1 before mount_scratch */
 };
 
 void mount_layout_free(struct fb_layout *l)
@@ -109,6 +120,8 @@ void mount_layout_free(struct fb_layout *l)
         close(l->workspace_fd);
     if (l->cow_upper_fd >= 0)
         close(l->cow_upper_fd);
+    if (l->scratch_fd >= 0)
+        close(l->scratch_fd);
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
         if (l->dev_fd[i] >= 0)
             close(l->dev_fd[i]);
@@ -207,6 +220,7 @@ int mount_prepare(const struct fb_policy *p, struct fb_premounts *pre, struct fb
     struct fb_layout *l = fb_xcalloc(1, sizeof *l);
     l->workspace_fd = -1;
     l->cow_upper_fd = -1;
+    l->scratch_fd = -1;
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
         l->dev_fd[i] = -1;
     char path[4096];
@@ -287,6 +301,100 @@ fail:
     return -1;
 }
 
+/* ---- between the phases: the scratch space ---- */
+
+/* Bytes of scratch per inode allowed: 8 KiB, a generous average for source
+ * trees and package caches (a 512M budget holds 65,536 files). */
+#define SCRATCH_BYTES_PER_INODE 8192
+
+static int fs_set(int fs, const char *key, const char *val, struct fb_err *err)
+{
+    if (fsconfig(fs, FSCONFIG_SET_STRING, key, val, 0) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: tmpfs option %s=%s", key, val);
+    return 0;
+}
+
+/* A directory of the scratch space with an exact mode (no umask). */
+static int scratch_dir(int scratch, const char *rel, mode_t mode, struct fb_err *err)
+{
+    if (mkdirat(scratch, rel, 0700) < 0 && errno != EEXIST)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: creating %s", rel);
+    if (fchmodat(scratch, rel, mode, 0) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: chmod %s", rel);
+    return 0;
+}
+
+int mount_scratch(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb_err *err)
+{
+    cleanup_close int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+    if (fs < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: fsopen tmpfs");
+    char v[32];
+    if (fs_set(fs, "mode", "0755", err) < 0)
+        return -1;
+    if (p->limits.disk > 0) {
+        int64_t inodes = p->limits.disk / SCRATCH_BYTES_PER_INODE;
+        snprintf(v, sizeof v, "%lld", (long long)p->limits.disk);
+        if (fs_set(fs, "size", v, err) < 0)
+            return -1;
+        snprintf(v, sizeof v, "%lld", (long long)(inodes < 1024 ? 1024 : inodes));
+        if (fs_set(fs, "nr_inodes", v, err) < 0)
+            return -1;
+    }
+    if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: creating the tmpfs");
+    int m = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+    if (m < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: fsmount");
+    l->scratch_fd = m;
+    /* The home with its XDG directories, /tmp and /dev/shm; the others are
+     * made when they are bound. Owned by the inside user (we are it). */
+    static const char *const home_dirs[] = {"home/.config", "home/.cache", "home/.local",
+                                            "home/.local/share", "home/.local/state"};
+    if (scratch_dir(m, "tmp", 01777, err) < 0 || scratch_dir(m, "shm", 01777, err) < 0 ||
+        scratch_dir(m, "home", 0755, err) < 0)
+        return -1;
+    for (size_t i = 0; i < FB_ARRAY_LEN(home_dirs); i++)
+        if (scratch_dir(m, home_dirs[i], 0755, err) < 0)
+            return -1;
+    /* The supervisor measures it at the end (the bytes used). */
+    struct fb_msg msg = {.type = FB_MSG_SCRATCH};
+    if (ctl_send(ctl, &msg, &m, 1) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "passing the scratch space");
+    return 0;
+}
+
+/* A detached bind of the scratch directory rel (created with mode when
+ * missing), with extra mount attributes. */
+static int scratch_tree(struct fb_layout *l, const char *rel, mode_t mode, uint64_t attrs,
+                        struct fb_err *err)
+{
+    if (scratch_dir(l->scratch_fd, rel, mode, err) < 0)
+        return -1;
+    int t = open_tree(l->scratch_fd, rel, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (t < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: %s", rel);
+    struct mount_attr a = {.attr_set = attrs};
+    if (attrs && mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "scratch space: %s: mount flags", rel);
+        close(t);
+        return -1;
+    }
+    return t;
+}
+
+static int attach(int fd, const char *rel, bool is_dir, struct fb_err *err);
+
+/* Mount the scratch directory rel on the new root's path dst. */
+static int scratch_at(struct fb_layout *l, const char *rel, mode_t mode, uint64_t attrs,
+                      const char *dst, struct fb_err *err)
+{
+    cleanup_close int t = scratch_tree(l, rel, mode, attrs, err);
+    if (t < 0)
+        return -1;
+    return attach(t, dst, true, err);
+}
+
 /* ---- between the phases: the copy-on-write overlay ---- */
 
 static const char *build_base(void)
@@ -301,6 +409,13 @@ int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb
     /* Nothing staged here may propagate back to the host. */
     if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "making mounts private");
+    /* Without --cow-upper, the upper layer is a directory of the scratch
+     * space: it counts against --disk like everything else written. */
+    if (l->cow_upper_fd < 0) {
+        l->cow_upper_fd = scratch_tree(l, "cow", 0755, MOUNT_ATTR_NOEXEC, err);
+        if (l->cow_upper_fd < 0)
+            return -1;
+    }
     /* Staged where mount_build then mounts the new root, on top of it. */
     int ovl, fds[3];
     if (cow_mount_child(p, l->workspace_fd, l->cow_upper_fd, build_base(), &ovl, fds, err) < 0)
@@ -402,8 +517,8 @@ static int write_etc(const struct fb_policy *p, struct fb_err *err)
     const char *name = p->uid == 0 ? "root" : "fluebox";
     int n = snprintf(buf, sizeof buf, "root:x:0:0:root:/root:/bin/sh\n");
     if (p->uid != 0)
-        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s:x:%u:%u:fluebox sandbox:/workspace:/bin/sh\n",
-                      name, p->uid, p->gid);
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "%s:x:%u:%u:fluebox sandbox:%s:/bin/sh\n",
+                      name, p->uid, p->gid, policy_home(p));
     snprintf(buf + n, sizeof buf - (size_t)n, "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
     if (write_text("etc/passwd", buf, err) < 0)
         return -1;
@@ -452,8 +567,9 @@ static int setup_dev(const struct fb_policy *p, struct fb_layout *l, struct fb_e
         return fb_errno(err, FB_EXIT_SETUP, "mounting devpts");
     if (symlink("pts/ptmx", "dev/ptmx") < 0)
         return fb_errno(err, FB_EXIT_SETUP, "creating /dev/ptmx");
-    if (tmpfs_at("dev/shm", p->limits.disk, "1777", MS_NOEXEC, err) < 0)
-        return -1;
+    if (mkdir("dev/shm", 0755) < 0 ||
+        scratch_at(l, "shm", 01777, MOUNT_ATTR_NOEXEC, "dev/shm", err) < 0)
+        return err->msg[0] ? -1 : fb_errno(err, FB_EXIT_SETUP, "creating /dev/shm");
     static const char *const links[][2] = {{"/proc/self/fd", "dev/fd"},
                                            {"/proc/self/fd/0", "dev/stdin"},
                                            {"/proc/self/fd/1", "dev/stdout"},
@@ -576,12 +692,19 @@ static int user_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb
             cleanup_close int t = mount_open_in_root(root, m->dst, 1, err);
             if (t < 0)
                 return -1;
-            int64_t size = m->size > 0 ? m->size : p->limits.disk;
+            if (m->size <= 0) {
+                /* No size of its own: a directory of the scratch space. */
+                char rel[32];
+                snprintf(rel, sizeof rel, "tmpfs-%zu", i);
+                cleanup_close int tree = scratch_tree(l, rel, 0755, 0, err);
+                if (tree < 0)
+                    return -1;
+                if (move_mount(tree, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                    return fb_errno(err, FB_EXIT_SETUP, "--tmpfs %s", m->dst);
+                continue;
+            }
             char opts[64];
-            if (size > 0)
-                snprintf(opts, sizeof opts, "size=%lld,mode=0755", (long long)size);
-            else
-                snprintf(opts, sizeof opts, "mode=0755");
+            snprintf(opts, sizeof opts, "size=%lld,mode=0755", (long long)m->size);
             char via[64];
             snprintf(via, sizeof via, "/proc/self/fd/%d", t);
             if (mount("tmpfs", via, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
@@ -635,12 +758,9 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
         goto out;
     }
     const char *base = build_base();
-    char opts[64];
-    if (p->limits.disk > 0)
-        snprintf(opts, sizeof opts, "mode=0755,size=%lld", (long long)p->limits.disk);
-    else
-        snprintf(opts, sizeof opts, "mode=0755");
-    if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
+    /* The root only holds what fluebox writes while building it (the
+     * generated /etc files, mount points, links), and is read-only after. */
+    if (mount("tmpfs", base, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m,nr_inodes=16384") < 0) {
         fb_errno(err, FB_EXIT_SETUP, "mounting the root tmpfs");
         goto out;
     }
@@ -674,13 +794,17 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
             goto out;
         close(l->workspace_fd);
         l->workspace_fd = -1;
-    } else if (tmpfs_at("workspace", p->limits.disk, "0755", 0, err) < 0) {
-        goto out;
-    } else if (chown("workspace", p->uid, p->gid) < 0) {
-        fb_errno(err, FB_EXIT_SETUP, "chown /workspace");
+    } else if (scratch_at(l, "workspace", 0755, 0, "workspace", err) < 0) {
         goto out;
     }
-    if (tmpfs_at("tmp", p->limits.disk, "1777", 0, err) < 0)
+    if (scratch_at(l, "tmp", 01777, 0, "tmp", err) < 0)
+        goto out;
+    const char *home = policy_home(p) + 1;
+    if (make_parent(home) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "creating the parent of /%s", home);
+        goto out;
+    }
+    if (scratch_at(l, "home", 0755, 0, home, err) < 0)
         goto out;
     if (setup_dev(p, l, err) < 0 || setup_proc(&sysfd, err) < 0)
         goto out;

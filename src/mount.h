@@ -34,6 +34,12 @@ size_t mount_layout_nfds(const struct fb_layout *l);
  * the old root and make the root read-only. Frees the layout. */
 int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err);
 
+/* Between the phases, in the child with its inside ids, before mount_cow:
+ * make the scratch space (one tmpfs of --disk size with a bounded number of
+ * inodes; see mount.c) and send the supervisor a descriptor of it
+ * (FB_MSG_SCRATCH on ctl) to measure it. */
+int mount_scratch(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb_err *err);
+
 /* Between the phases, with --cow (cow.c): build the overlay whose lower
  * layer is the workspace opened in phase 1, send the supervisor its upper
  * layer (FB_MSG_COW on ctl), and make the overlay what phase 2 mounts at

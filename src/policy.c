@@ -504,8 +504,31 @@ static bool mount_covers(const struct fb_policy *p, const char *path)
     return false;
 }
 
+const char *policy_home(const struct fb_policy *p)
+{
+    return p->uid == 0 ? "/root" : "/home/fluebox";
+}
+
+/* The scratch space is tmpfs, whose pages count against the memory limit:
+ * unless --disk says otherwise, it gets at most half of that limit, so a
+ * full disk means ENOSPC and the processes still have room. */
+static void derive_disk(struct fb_policy *p)
+{
+    int64_t mem = p->limits.mem;
+    if (mem <= 0)
+        return;
+    if (!p->disk_set) {
+        if (p->limits.disk <= 0 || p->limits.disk > mem / 2)
+            p->limits.disk = mem / 2;
+    } else if ((p->limits.disk <= 0 || p->limits.disk >= mem) && !p->quiet) {
+        fb_warn("warning: --disk is not below the memory limit: the scratch space is memory "
+                "(tmpfs) and counts against it, so filling it may end in an OOM kill, not ENOSPC");
+    }
+}
+
 int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err)
 {
+    derive_disk(p);
     if (!p->argv || !p->argv[0] || !p->argv[0][0])
         return fb_errf(err, FB_EXIT_SETUP, "no command given (usage: fluebox run [OPTIONS] -- CMD [ARGS...])");
     if (p->nallow && p->net == FB_NET_NONE) {

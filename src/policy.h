@@ -107,7 +107,7 @@ struct fb_limits {
     int64_t mem;        /* bytes, memory.max / memory.limit_in_bytes, swap off */
     double cpus;        /* CPU bandwidth in CPUs; <= 0 unlimited */
     int64_t pids;       /* pids.max */
-    int64_t disk;       /* size of each writable tmpfs (root, /tmp, /workspace tmpfs) */
+    int64_t disk;       /* the scratch space, all of it (mount.c): bytes; inodes follow */
     int64_t timeout_ms; /* wall clock; -1 none */
     int64_t nofile;     /* RLIMIT_NOFILE */
     int64_t fsize;      /* RLIMIT_FSIZE */
@@ -158,6 +158,7 @@ struct fb_policy {
 
     /* Limits. */
     struct fb_limits limits;
+    bool disk_set;         /* --disk was given: not derived from the memory limit */
 
     /* Network. */
     enum fb_net_mode net;
@@ -201,6 +202,9 @@ int policy_add_resolve(struct fb_policy *p, const char *name_eq_ip, struct fb_er
 /* Validate combinations and derive the rest (command lookup, interpreter binds).
  * host_path is the caller's PATH, used to find the command. */
 int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err);
+
+/* The sandbox user's home inside: /root for uid 0, else /home/fluebox. */
+const char *policy_home(const struct fb_policy *p);
 
 /* Does name (lower-case, no trailing dot) match an allow pattern for port?
  * port 0 asks "for any port". Returns the matching entry or NULL. */

@@ -295,10 +295,11 @@ int policy_set_pids(struct fb_policy *p, int64_t n, const char *what, struct fb_
 
 int policy_set_disk(struct fb_policy *p, int64_t bytes, const char *what, struct fb_err *err)
 {
-    /* The root tmpfs holds the generated /etc files: a page each. */
+    /* The scratch space holds a few directories (/tmp, the home). */
     if (check_limit(bytes, 64 << 10, "64K", 0, what, "size", err) < 0)
         return -1;
     p->limits.disk = bytes;
+    p->disk_set = true;
     return 0;
 }
 

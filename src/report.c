@@ -156,6 +156,7 @@ static json_t *report_json(const struct fb_policy *p, const struct fb_result *r)
     json_object_set_new(o, "memory_peak_bytes", opt_int(r->cg.mem_peak));
     json_object_set_new(o, "max_rss_bytes",
                         r->max_rss_kb > 0 ? json_integer(r->max_rss_kb * 1024) : json_null());
+    json_object_set_new(o, "disk_used_bytes", opt_int(r->disk_used));
     json_object_set_new(o, "pids_peak", opt_int(r->cg.pids_peak));
     json_object_set_new(o, "pids_limit_hits", opt_int(r->cg.pids_max_hits));
     /* Under which limits. */

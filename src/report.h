@@ -28,6 +28,7 @@ struct fb_result {
     int64_t wall_ms;
     int64_t user_ms, sys_ms;
     int64_t max_rss_kb;   /* from rusage (largest single process) */
+    int64_t disk_used;    /* bytes in the scratch space at the end; -1 unknown */
     /* From the cgroup (report_take_cgroup); copies, so they outlive it. */
     struct fb_cg_usage cg;
     char cg_backend[8];          /* "v1", "v2", "v1+v2", "none"; "" = no cgroup wanted */

@@ -528,6 +528,7 @@ struct fb_session *session_new(void)
     s->sb.pid = -1;
     s->sb.pidfd = -1;
     s->sb.ctl = -1;
+    s->sb.scratch_fd = -1;
     idrange_init(&s->sb.ids.claim);
     s->created_ms = s->last_used_ms = wall_ms();
     s->created_ns = s->last_used_ns = fb_now_ns();

@@ -49,6 +49,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -204,6 +205,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     }
     if (x)
         x->child(p, ctl, x->arg);
+    if (mount_scratch(p, layout, ctl, &err) < 0)
+        child_fail(ctl, &err);
     if (p->cow && mount_cow(p, layout, ctl, &err) < 0)
         child_fail(ctl, &err);
     if (mount_build(p, layout, &err) < 0)
@@ -358,6 +361,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     sb->pidfd = -1;
     sb->ctl = -1;
     sb->seccomp_fd = -1;
+    sb->scratch_fd = -1;
     sb->start_ns = fb_now_ns();
     idrange_init(&sb->ids.claim);
 
@@ -482,6 +486,10 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
                 goto fail_child;
             continue;
         }
+        if (m.type == FB_MSG_SCRATCH && nfds == 1 && sb->scratch_fd < 0) {
+            sb->scratch_fd = fds[0]; /* only ever fstatfs()ed (spawn.h) */
+            continue;
+        }
         if (m.type == FB_MSG_SECCOMP_FD && nfds == 1 && sb->seccomp_fd < 0) {
             sb->seccomp_fd = fds[0]; /* the supervisor answers it (scnotify.h) */
             continue;
@@ -524,6 +532,14 @@ fail:
     return -1;
 }
 
+int64_t sandbox_disk_used(const struct fb_sandbox *sb)
+{
+    struct statfs st;
+    if (sb->scratch_fd < 0 || fstatfs(sb->scratch_fd, &st) < 0 || st.f_blocks == 0)
+        return -1; /* a tmpfs without a size says 0 blocks: nothing to subtract from */
+    return (int64_t)(st.f_blocks - st.f_bfree) * (int64_t)st.f_bsize;
+}
+
 void sandbox_kill(struct fb_sandbox *sb)
 {
     if (sb->pidfd >= 0)
@@ -549,6 +565,9 @@ void sandbox_release(struct fb_sandbox *sb)
     if (sb->seccomp_fd >= 0)
         close(sb->seccomp_fd);
     sb->seccomp_fd = -1;
+    if (sb->scratch_fd >= 0)
+        close(sb->scratch_fd);
+    sb->scratch_fd = -1;
     egress_free(sb->egress);
     sb->egress = NULL;
     cow_free(sb->cow);

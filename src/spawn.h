@@ -50,6 +50,8 @@ struct fb_sandbox {
     struct fb_egress *egress;/* allow-mode network, else NULL */
     int seccomp_fd;          /* seccomp listener (--seccomp-log, learn) or -1 */
     struct fb_cow *cow;      /* --cow: the upper layer and conflict baseline (cow.h) */
+    int scratch_fd;          /* the sandbox's scratch tmpfs, for fstatfs() only, or -1:
+                                never a path is resolved through it */
     struct fb_ids ids;
     uint64_t start_ns;
     bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */
@@ -75,6 +77,9 @@ extern void (*sandbox_clone_guard)(bool before);
 
 /* Kill the sandbox (SIGKILL to init empties its pid namespace). */
 void sandbox_kill(struct fb_sandbox *sb);
+
+/* Bytes used in the sandbox's scratch space (--disk) now; -1 if unknown. */
+int64_t sandbox_disk_used(const struct fb_sandbox *sb);
 
 /* Reap init if needed, close fds, remove the cgroup, free egress. */
 void sandbox_release(struct fb_sandbox *sb);

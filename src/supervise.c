@@ -87,6 +87,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     memset(res, 0, sizeof *res);
     res->status_code = -1;
     res->seccomp_denials = -1;
+    res->disk_used = -1;
     report_take_cgroup(res, NULL); /* "unknown" until measured */
 
     /* Block the signals we forward before the child exists, so none is lost. */
@@ -259,6 +260,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     res->user_ms = tv_ms(ru.ru_utime);
     res->sys_ms = tv_ms(ru.ru_stime);
     res->max_rss_kb = ru.ru_maxrss;
+    res->disk_used = sandbox_disk_used(&sb);
 
     scnotify_finish(scn, &res->seccomp);
     scn = NULL;

@@ -123,7 +123,9 @@ run_fb run -- env
 case "$OUT" in *FLUEBOX_LEAK_CANARY*) fail "the caller's environment does not leak";; *) ok "the caller's environment does not leak";; esac
 expect_out "--env sets a variable" "A=1" run --env A=1 -- env
 expect_out "--env-pass copies a variable" "FLUEBOX_LEAK_CANARY=leaked" run --env-pass FLUEBOX_LEAK_CANARY -- env
-expect_out "HOME is /workspace" "HOME=/workspace" run -- env
+expect_out "HOME is a home of its own, not the workspace" "HOME=/home/fluebox" run -- env
+expect_out "the home is in /etc/passwd" "fluebox:x:1000:1000:fluebox sandbox:/home/fluebox:/bin/sh" run -- grep ^fluebox: /etc/passwd
+expect_out "--uid 0: HOME is /root" "HOME=/root" run --uid 0 -- env
 unset FLUEBOX_LEAK_CANARY
 
 # --- real workloads -------------------------------------------------------------------

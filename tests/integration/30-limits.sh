@@ -79,7 +79,7 @@ run_fb run --report "$R" -- true
 [ "$RC" = 0 ] && ok "a run with no limit options succeeds" || fail "default run" "rc=$RC $ERR"
 jtrue "default memory limit is 1G" "$R" 'r["limits"]["memory_bytes"] == 1 << 30'
 jtrue "default pids limit is 512" "$R" 'r["limits"]["pids"] == 512'
-jtrue "default disk is 1G" "$R" 'r["limits"]["disk_bytes"] == 1 << 30'
+jtrue "default scratch space is half the memory limit (512M)" "$R" 'r["limits"]["disk_bytes"] == 1 << 29'
 jtrue "default nofile is 1024" "$R" 'r["limits"]["nofile"] == 1024'
 jtrue "no timeout, cpu or fsize by default" "$R" 'r["limits"]["timeout_ms"] is None and r["limits"]["cpus"] is None and r["limits"]["fsize_bytes"] is None'
 if [ -n "$CG" ]; then
@@ -219,7 +219,7 @@ case "$size" in ''|*[!0-9]*) fail "--fsize" "$OUT $ERR";; *) [ "$size" -le $((1 
 # --- the report, field by field ------------------------------------------------------
 run_fb run --mem 256M --cpus 0.5 --pids 64 --timeout 30s --disk 100M --report "$R" -- sh -c 'exit 3'
 [ "$RC" = 3 ] && ok "the issue's example line runs" || fail "the issue's example line" "rc=$RC $ERR"
-jtrue "report: every field is there" "$R" 'set(r) == {"report_version", "exit_code", "status", "signal", "signal_name", "timed_out", "killed_after_signal", "oom_killed", "oom_kills", "setup_failed", "error", "wall_ms", "user_ms", "sys_ms", "cpu_ms", "cpu_throttled_ms", "memory_peak_bytes", "max_rss_bytes", "pids_peak", "pids_limit_hits", "limits", "limits_applied", "limits_not_applied", "limits_fallback", "limits_note", "cgroup", "profile", "overrides", "network", "seccomp_denials"}'
+jtrue "report: every field is there" "$R" 'set(r) == {"report_version", "exit_code", "status", "signal", "signal_name", "timed_out", "killed_after_signal", "oom_killed", "oom_kills", "setup_failed", "error", "wall_ms", "user_ms", "sys_ms", "cpu_ms", "cpu_throttled_ms", "memory_peak_bytes", "max_rss_bytes", "disk_used_bytes", "pids_peak", "pids_limit_hits", "limits", "limits_applied", "limits_not_applied", "limits_fallback", "limits_note", "cgroup", "profile", "overrides", "network", "seccomp_denials"}'
 jtrue "report: exit fields of a normal exit" "$R" 'r["report_version"] == 1 and r["exit_code"] == 3 and r["status"] == 3 and r["signal"] is None and r["signal_name"] is None and r["timed_out"] is False and r["oom_killed"] is False and r["setup_failed"] is False and r["error"] is None'
 jtrue "report: times are integers" "$R" 'all(isinstance(r[k], int) and r[k] >= 0 for k in ("wall_ms", "user_ms", "sys_ms")) and isinstance(r["max_rss_bytes"], int)'
 jtrue "report: the limits as asked" "$R" 'r["limits"] == {"memory_bytes": 256 << 20, "cpus": 0.5, "pids": 64, "disk_bytes": 100 << 20, "timeout_ms": 30000, "nofile": 1024, "fsize_bytes": None}'
