@@ -253,8 +253,46 @@ static const char *userns_hint(int e)
     return buf;
 }
 
-/* Prepare idmapped trees for the workspace and rw binds when running as root
- * and the owner differs from the sandbox's host id. */
+/* One idmapping user namespace per owner of the binds (each costs a
+ * process and two map writes). */
+struct idmap_cache {
+    struct {
+        uid_t uid;
+        gid_t gid;
+        int ns;
+    } v[8];
+    size_t n;
+};
+
+static int idmap_for(struct idmap_cache *c, uid_t uid, gid_t gid, const struct fb_ids *ids,
+                     struct fb_err *err)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].uid == uid && c->v[i].gid == gid)
+            return c->v[i].ns;
+    int ns = userns_idmap_ns(uid, gid, ids, err);
+    if (ns >= 0 && c->n < FB_ARRAY_LEN(c->v))
+        c->v[c->n++] = (typeof(c->v[0])){uid, gid, ns};
+    else if (ns >= 0) {
+        /* More owners than slots: use the last slot's place for this one. */
+        close(c->v[c->n - 1].ns);
+        c->v[c->n - 1] = (typeof(c->v[0])){uid, gid, ns};
+    }
+    return ns;
+}
+
+static void idmap_cache_free(struct idmap_cache *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        close(c->v[i].ns);
+    c->n = 0;
+}
+
+/* Prepare idmapped trees for the workspace and the binds, read-write and
+ * read-only, when running as root and the owner differs from the sandbox
+ * user's host id: on them the owner's files appear as the sandbox user's
+ * (a read-only repository then passes git's ownership check). Where the
+ * filesystem cannot do it, a warning and the plain bind (mount_prepare). */
 static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
                           struct fb_premounts *pre, struct fb_err *err)
 {
@@ -279,10 +317,12 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
                         e2.msg);
         }
     }
+    struct idmap_cache cache = {.n = 0};
     for (size_t i = 0; i < p->nmounts; i++) {
         const struct fb_mount *m = &p->mounts[i];
-        if (m->kind != FB_MNT_BIND)
+        if (m->kind != FB_MNT_BIND && m->kind != FB_MNT_RO_BIND)
             continue;
+        bool ro = m->kind == FB_MNT_RO_BIND;
         struct stat st;
         if (stat(m->src, &st) < 0 || (st.st_uid == ids->host_uid && st.st_gid == ids->host_gid))
             continue;
@@ -292,10 +332,17 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
                 pre->bind_fds[k] = -1;
         }
         struct fb_err e2 = {0};
-        pre->bind_fds[i] = userns_idmapped_tree(m->src, st.st_uid, st.st_gid, ids, false, &e2);
+        int ns = idmap_for(&cache, st.st_uid, st.st_gid, ids, &e2);
+        /* Read-only binds keep their submounts, as plain ones do. */
+        pre->bind_fds[i] = ns < 0 ? -1 : userns_idmapped_tree_ns(m->src, ns, ro, ro, &e2);
         if (pre->bind_fds[i] < 0 && !p->quiet)
-            fb_warn("warning: --bind %s: %s", m->src, e2.msg);
+            fb_warn("warning: %s %s; bound without an id mapping: its files' owner shows as "
+                    "nobody inside%s",
+                    ro ? "--ro-bind" : "--bind", e2.msg,
+                    ro ? " (git refuses such a repository: \"dubious ownership\")"
+                       : ", and the sandbox user can write only where \"other\" may");
     }
+    idmap_cache_free(&cache);
     return 0;
 }
 

@@ -496,16 +496,18 @@ out:
     return fd;
 }
 
-int userns_idmapped_tree(const char *src, uid_t from_uid, gid_t from_gid,
-                         const struct fb_ids *ids, bool ro, struct fb_err *err)
+int userns_idmap_ns(uid_t from_uid, gid_t from_gid, const struct fb_ids *ids, struct fb_err *err)
 {
     char um[64], gm[64];
     snprintf(um, sizeof um, "%u %u 1\n", from_uid, ids->host_uid);
     snprintf(gm, sizeof gm, "%u %u 1\n", from_gid, ids->host_gid);
-    cleanup_close int ns = userns_map_fd(um, gm, err);
-    if (ns < 0)
-        return -1;
-    cleanup_close int tree = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    return userns_map_fd(um, gm, err);
+}
+
+int userns_idmapped_tree_ns(const char *src, int ns, bool ro, bool recursive, struct fb_err *err)
+{
+    unsigned rec = recursive ? AT_RECURSIVE : 0;
+    cleanup_close int tree = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | rec);
     if (tree < 0)
         return fb_errno(err, FB_EXIT_SETUP, "%s: open_tree", src);
     struct mount_attr attr = {
@@ -513,7 +515,16 @@ int userns_idmapped_tree(const char *src, uid_t from_uid, gid_t from_gid,
                     (ro ? MOUNT_ATTR_RDONLY : 0),
         .userns_fd = (uint64_t)ns,
     };
-    if (mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+    if (mount_setattr(tree, "", AT_EMPTY_PATH | rec, &attr, sizeof attr) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "%s: this filesystem cannot do idmapped mounts", src);
     return fb_steal_fd(tree);
+}
+
+int userns_idmapped_tree(const char *src, uid_t from_uid, gid_t from_gid,
+                         const struct fb_ids *ids, bool ro, struct fb_err *err)
+{
+    cleanup_close int ns = userns_idmap_ns(from_uid, from_gid, ids, err);
+    if (ns < 0)
+        return -1;
+    return userns_idmapped_tree_ns(src, ns, ro, false, err);
 }

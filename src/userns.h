@@ -80,4 +80,11 @@ int userns_map_fd(const char *uid_map, const char *gid_map, struct fb_err *err);
 int userns_idmapped_tree(const char *src, uid_t from_uid, gid_t from_gid,
                          const struct fb_ids *ids, bool ro, struct fb_err *err);
 
+/* The same in two steps, so that one idmapping serves every bind of one
+ * owner: the user namespace that maps (from_uid, from_gid) to the sandbox
+ * user's host ids, as an fd; then a detached, idmapped clone of src with it
+ * (recursive: submounts too, all of which must support idmapping). */
+int userns_idmap_ns(uid_t from_uid, gid_t from_gid, const struct fb_ids *ids, struct fb_err *err);
+int userns_idmapped_tree_ns(const char *src, int ns, bool ro, bool recursive, struct fb_err *err);
+
 #endif
