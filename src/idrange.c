@@ -8,6 +8,9 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+/* The inode number of the initial user namespace (include/linux/proc_ns.h). */
+#define PROC_USER_INIT_INO 0xEFFFFFFDu
+
 void idrange_init(struct fb_idrange *r)
 {
     r->base = r->count = 0;
@@ -28,9 +31,12 @@ void idrange_release(struct fb_idrange *r)
  * can then take or fake a claim. */
 static int open_lock(struct fb_err *err)
 {
-    if (mkdir(FB_IDRANGE_LOCK_DIR, 0755) < 0 && errno != EEXIST)
-        return fb_errno(err, FB_EXIT_SETUP, "host id ranges: creating %s", FB_IDRANGE_LOCK_DIR);
     cleanup_close int dir = open(FB_IDRANGE_LOCK_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir < 0 && errno == ENOENT) {
+        if (mkdir(FB_IDRANGE_LOCK_DIR, 0755) < 0 && errno != EEXIST)
+            return fb_errno(err, FB_EXIT_SETUP, "host id ranges: creating %s", FB_IDRANGE_LOCK_DIR);
+        dir = open(FB_IDRANGE_LOCK_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
     if (dir < 0)
         return fb_errno(err, FB_EXIT_SETUP, "host id ranges: %s", FB_IDRANGE_LOCK_DIR);
     struct stat st;
@@ -137,8 +143,15 @@ int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb
     if (count == 0)
         count = FB_IDRANGE_SIZE;
     struct spans sub = {.n = 0}, uidmap = {.n = 0}, gidmap = {.n = 0};
-    read_own_map("/proc/self/uid_map", &uidmap);
-    read_own_map("/proc/self/gid_map", &gidmap);
+    struct stat ns;
+    if (stat("/proc/self/ns/user", &ns) == 0 && ns.st_ino == PROC_USER_INIT_INO) {
+        /* The initial user namespace maps every id. */
+        spans_add(&uidmap, 0, 4294967295u);
+        spans_add(&gidmap, 0, 4294967295u);
+    } else {
+        read_own_map("/proc/self/uid_map", &uidmap);
+        read_own_map("/proc/self/gid_map", &gidmap);
+    }
     cleanup_close int fd = open_lock(err);
     if (fd < 0)
         return -1;

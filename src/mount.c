@@ -103,6 +103,8 @@ struct fb_layout {
     int *user_fds;    /* per p->mounts index: detached tree or -1 */
     size_t nuser;
     int scratch_fd;   /* the scratch tmpfs (detached), or -1 before mount_scratch */
+    mode_t umask;     /* the caller's, while mount_scratch..mount_build clear it */
+    bool umask_saved;
 };
 
 void mount_layout_free(struct fb_layout *l)
@@ -303,6 +305,14 @@ fail:
 
 /* ---- between the phases: the scratch space ---- */
 
+/* Where the child stages things and builds the new root: a directory of the
+ * old root, detached (with everything stacked on it) after pivot_root. */
+static const char *build_base(void)
+{
+    return access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
+}
+
+
 /* Bytes of scratch per inode allowed: 8 KiB, a generous average for source
  * trees and package caches (a 512M budget holds 65,536 files). */
 #define SCRATCH_BYTES_PER_INODE 8192
@@ -314,18 +324,21 @@ static int fs_set(int fs, const char *key, const char *val, struct fb_err *err)
     return 0;
 }
 
-/* A directory of the scratch space with an exact mode (no umask). */
+/* A directory of the scratch space with an exact mode (mount_scratch
+ * clears the umask while the layout is built; mkdir keeps the sticky bit). */
 static int scratch_dir(int scratch, const char *rel, mode_t mode, struct fb_err *err)
 {
-    if (mkdirat(scratch, rel, 0700) < 0 && errno != EEXIST)
+    if (mkdirat(scratch, rel, mode) < 0 && errno != EEXIST)
         return fb_errno(err, FB_EXIT_SETUP, "scratch space: creating %s", rel);
-    if (fchmodat(scratch, rel, mode, 0) < 0)
-        return fb_errno(err, FB_EXIT_SETUP, "scratch space: chmod %s", rel);
     return 0;
 }
 
 int mount_scratch(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb_err *err)
 {
+    /* Modes are exact until mount_build is done (it restores the umask the
+     * command inherits). */
+    l->umask = umask(0);
+    l->umask_saved = true;
     cleanup_close int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
     if (fs < 0)
         return fb_errno(err, FB_EXIT_SETUP, "scratch space: fsopen tmpfs");
@@ -347,6 +360,13 @@ int mount_scratch(const struct fb_policy *p, struct fb_layout *l, int ctl, struc
     if (m < 0)
         return fb_errno(err, FB_EXIT_SETUP, "scratch space: fsmount");
     l->scratch_fd = m;
+    /* Attached under the new root's staging place, so that it goes away
+     * with the old root (a detached mount's last close would cost an RCU
+     * grace period of its own). Nothing staged may propagate to the host. */
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "making mounts private");
+    if (move_mount(m, "", AT_FDCWD, build_base(), MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "scratch space: staging it");
     /* The home with its XDG directories, /tmp and /dev/shm; the others are
      * made when they are bound. Owned by the inside user (we are it). */
     static const char *const home_dirs[] = {"home/.config", "home/.cache", "home/.local",
@@ -396,11 +416,6 @@ static int scratch_at(struct fb_layout *l, const char *rel, mode_t mode, uint64_
 }
 
 /* ---- between the phases: the copy-on-write overlay ---- */
-
-static const char *build_base(void)
-{
-    return access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
-}
 
 int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb_err *err)
 {
@@ -838,6 +853,8 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
         goto out;
     rc = 0;
 out:
+    if (l->umask_saved)
+        umask(l->umask);
     mount_layout_free(l);
     return rc;
 }

@@ -402,48 +402,29 @@ int userns_write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
 
 int userns_set_limits(int sysfd, struct fb_err *err)
 {
-    /* No nested namespaces (the seccomp filters refuse them too). Mount
-     * namespaces: a few for the copy-on-write reset helper (cow.c), which
-     * makes one as the sandbox user, and whose detached mounts (open_tree,
-     * fsmount) each count as one until attached. */
-    static const struct {
-        const char *name;
-        int value;
-    } fixed[] = {
-        {"user/max_user_namespaces", 0}, {"user/max_pid_namespaces", 0},
-        {"user/max_net_namespaces", 0},  {"user/max_ipc_namespaces", 0},
-        {"user/max_uts_namespaces", 0},  {"user/max_cgroup_namespaces", 0},
-        {"user/max_time_namespaces", 0}, {"user/max_mnt_namespaces", 16},
-    };
+    /* No nested user namespaces (the seccomp filters refuse them too):
+     * without one, nothing in the sandbox can ever hold the capability that
+     * creating any other namespace needs, so their own limits can stay. */
+    if (fb_write_fileat(sysfd, "user/max_user_namespaces", "0\n") < 0 && errno != ENOENT)
+        return fb_errno(err, FB_EXIT_SETUP, "setting /proc/sys/user/max_user_namespaces");
     /* A quarter of the host's per-user limit each: rootless sandboxes all
-     * count against their user's limit at the host level. */
+     * count against their user's limit at the host level. (fanotify_init
+     * is denied by every built-in profile.) */
     static const struct {
         const char *name;
         const char *host;
     } shares[] = {
         {"user/max_inotify_instances", "fs/inotify/max_user_instances"},
         {"user/max_inotify_watches", "fs/inotify/max_user_watches"},
-        {"user/max_fanotify_groups", "fs/fanotify/max_user_groups"},
-        {"user/max_fanotify_marks", "fs/fanotify/max_user_marks"},
     };
     char buf[32];
-    for (size_t i = 0; i < FB_ARRAY_LEN(fixed) + FB_ARRAY_LEN(shares); i++) {
-        const char *name;
-        long long v;
-        if (i < FB_ARRAY_LEN(fixed)) {
-            name = fixed[i].name;
-            v = fixed[i].value;
-        } else {
-            name = shares[i - FB_ARRAY_LEN(fixed)].name;
-            if (fb_read_fileat(sysfd, shares[i - FB_ARRAY_LEN(fixed)].host, buf, sizeof buf) <= 0)
-                continue;
-            v = strtoll(buf, NULL, 10) / 4;
-            if (v < 1)
-                v = 1;
-        }
-        snprintf(buf, sizeof buf, "%lld\n", v);
-        if (fb_write_fileat(sysfd, name, buf) < 0 && errno != ENOENT)
-            return fb_errno(err, FB_EXIT_SETUP, "setting /proc/sys/%s", name);
+    for (size_t i = 0; i < FB_ARRAY_LEN(shares); i++) {
+        if (fb_read_fileat(sysfd, shares[i].host, buf, sizeof buf) <= 0)
+            continue;
+        long long v = strtoll(buf, NULL, 10) / 4;
+        snprintf(buf, sizeof buf, "%lld\n", v < 1 ? 1 : v);
+        if (fb_write_fileat(sysfd, shares[i].name, buf) < 0 && errno != ENOENT)
+            return fb_errno(err, FB_EXIT_SETUP, "setting /proc/sys/%s", shares[i].name);
     }
     return 0;
 }

@@ -63,8 +63,8 @@ int userns_write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
                       struct fb_err *err);
 
 /* In the child, with its capabilities in its new user namespace: set that
- * namespace's /proc/sys/user/max_* limits (no nested namespaces, a quarter
- * of the host's per-user inotify and fanotify limits). sysfd: a directory
+ * namespace's /proc/sys/user/max_* limits (no nested user namespaces, a
+ * quarter of the host's per-user inotify limits). sysfd: a directory
  * fd of a procfs's sys/ (the sandbox's new /proc, still writable). */
 int userns_set_limits(int sysfd, struct fb_err *err);
 
