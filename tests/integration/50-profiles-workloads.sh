@@ -100,12 +100,12 @@ assert p["limits"]["memory"] == "512M" and p["limits"]["pids"] == 128
 assert p["network"]["mode"] == "none" and p["network"]["host_allowed"] is False
 EOF
 run_fb profile show standard
-python3 - "$OUT" <<'EOF' && ok "standard: default allow, memory 1G, pids 512, tmpfs 1G, nofile 1024" || fail "standard defaults" "$(printf %s "$OUT" | head -c 300)"
+python3 - "$OUT" <<'EOF' && ok "standard: default allow, memory 1G, pids 512, scratch space 512M, nofile 1024" || fail "standard defaults" "$(printf %s "$OUT" | head -c 300)"
 import json, sys
 p = json.loads(sys.argv[1])
 assert p["seccomp"]["default"] == "allow"
 l = p["limits"]
-assert l["memory"] == "1G" and l["pids"] == 512 and l["disk"] == "1G" and l["nofile"] == 1024, l
+assert l["memory"] == "1G" and l["pids"] == 512 and l["disk"] == "512M" and l["nofile"] == 1024, l
 names = set()
 for r in p["seccomp"]["rules"]:
     names.update(r.get("names", [r.get("name")]))
