@@ -628,11 +628,12 @@ json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs
         json_object_set_new(lim, "applied", json_string(""));
         json_object_set_new(lim, "notApplied", json_string(""));
     }
-    json_t *usage = json_pack("{s:I, s:I, s:I, s:I, s:I}", "memoryBytes", (json_int_t)u.mem_current,
+    json_t *usage = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "memoryBytes", (json_int_t)u.mem_current,
                               "memoryPeakBytes", (json_int_t)u.mem_peak, "cpuMs",
                               (json_int_t)(u.cpu_usage_us >= 0 ? u.cpu_usage_us / 1000 : -1),
                               "pidsPeak", (json_int_t)u.pids_peak, "oomKills",
-                              (json_int_t)u.oom_kills);
+                              (json_int_t)u.oom_kills, "diskUsedBytes",
+                              (json_int_t)(s->state == SESS_READY ? sandbox_disk_used(&s->sb) : -1));
     json_t *o = json_object();
     json_object_set_new(o, "session", json_string(s->id));
     json_object_set_new(o, "label", s->label ? json_string(s->label) : json_null());

@@ -85,7 +85,7 @@ export interface SessionInfo {
   idleTimeoutMs: number;
   limits: { memory: number; cpus: number; pids: number; timeoutMs: number; applied: string; notApplied: string; [k: string]: unknown };
   execs: { running: string[]; total: number };
-  usage: { memoryBytes: number; memoryPeakBytes: number; cpuMs: number; pidsPeak: number; oomKills: number; [k: string]: unknown };
+  usage: { memoryBytes: number; memoryPeakBytes: number; cpuMs: number; pidsPeak: number; oomKills: number; diskUsedBytes: number; [k: string]: unknown };
   [k: string]: unknown;
 }
 

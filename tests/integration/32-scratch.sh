@@ -91,6 +91,10 @@ run_fb session create --socket "$SOCK"; S=$OUT
 run_fb exec --socket "$SOCK" "$S" -- sh -c 'echo kept > ~/.state && pwd'
 run_fb exec --socket "$SOCK" "$S" -- sh -c 'cat ~/.state; echo $HOME'
 case "$OUT" in *kept*/home/fluebox*) ok "a session keeps its home across execs" ;; *) fail "session home kept" "$OUT $ERR" ;; esac
+run_fb exec --socket "$SOCK" "$S" -- sh -c 'head -c 1048576 /dev/zero > /tmp/mb'
+run_fb session info --socket "$SOCK" "$S"
+used=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["usage"]["diskUsedBytes"])' 2>/dev/null)
+[ -n "$used" ] && [ "$used" -ge 1048576 ] && ok "session info: diskUsedBytes ($used)" || fail "session info: diskUsedBytes" "$OUT"
 kill -TERM "$SRV"
 wait "$SRV" 2>/dev/null
 
