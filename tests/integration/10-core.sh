@@ -149,16 +149,21 @@ if [ "$FB_AS" = root ]; then
   # A process tree that stopped itself never sees a forwarded SIGTERM or
   # SIGINT: after the grace period (2 s) the sandbox is killed, and fluebox
   # exits as the signal asked (143, 130), the report says why.
+  # stopped_cmd: the command (fluebox's grandchild) is stopped.
+  stopped_cmd() {
+    local init c
+    init=$(pgrep -P "$fbpid" | head -1)
+    [ -n "$init" ] || return 1
+    for c in $(pgrep -P "$init"); do
+      grep -q '^State:.*T' "/proc/$c/status" 2>/dev/null && stopped=$c && return 0
+    done
+    return 1
+  }
   for sig in TERM INT; do
     "$FB" run --report "$T/stop-$sig.json" -- sh -c 'kill -STOP $$' >/dev/null 2>&1 &
     fbpid=$!
     stopped=""
-    for i in $(seq 200); do
-      for c in $(pgrep -P "$(pgrep -P "$fbpid" | head -1)" 2>/dev/null); do
-        grep -q '^State:.*T' "/proc/$c/status" 2>/dev/null && stopped=$c
-      done
-      [ -n "$stopped" ] && break; sleep 0.05
-    done
+    wait_for 10 stopped_cmd
     kill -$sig "$fbpid"; wait "$fbpid"; rc=$?
     want=$([ $sig = TERM ] && echo 143 || echo 130)
     if [ -n "$stopped" ] && [ "$rc" = "$want" ] && python3 -c '
@@ -172,7 +177,7 @@ assert r["killed_after_signal"] == "SIG" + sys.argv[2] and r["signal_name"] == "
   # the point is that the run ends, with the same code).
   "$FB" run -- sh -c 'trap "" TERM; echo started; while :; do sleep 1; done' > "$T/twice.out" 2>&1 &
   fbpid=$!
-  for i in $(seq 100); do grep -q started "$T/twice.out" 2>/dev/null && break; sleep 0.05; done
+  wait_for 10 grep -q started "$T/twice.out"
   kill -TERM "$fbpid"; kill -TERM "$fbpid"; wait "$fbpid"; rc=$?
   [ "$rc" = 143 ] && ok "a command that ignores SIGTERM is killed (exit 143)" || fail "ignored SIGTERM" "rc=$rc"
   expect_err "a command's own death by SIGTERM is not a kill after the grace period" 143 '"killed_after_signal":null' \

@@ -7,7 +7,7 @@
 # show as nobody (unprivileged users cannot make idmapped mounts).
 . "$ROOT/tests/lib.sh"
 
-command -v git >/dev/null || { skip "git in a read-only bound repository" "no git"; exit 0; }
+need git "git in a read-only bound repository" || skip_all "missing: git"
 
 mkrepo() { # mkrepo DIR OWNER
   mkdir -p "$1" && git -C "$1" init -q && echo hello > "$1/a.txt" &&

@@ -67,7 +67,7 @@ expect_rc "-q: no warning" 0 run -q --mem 64M --disk 64M -- true
 # --- the home -------------------------------------------------------------------
 expect_out "a writable home with the XDG directories" "ok /home/fluebox" run -- sh -c \
   'cd && test -d .config -a -d .cache -a -d .local/share -a -d .local/state && touch .probe && test "$XDG_CONFIG_HOME" = "$HOME/.config" && echo ok $HOME'
-if command -v git >/dev/null; then
+if need git "home files stay out of --changes"; then
   run_fb run --workspace "$T/ws" --cow --changes - -- sh -c '
     git config --global user.name agent && mkdir -p ~/.npm/_logs ~/.cache/pip && echo log > ~/.npm/_logs/x.log &&
     echo made > new.txt'
@@ -86,7 +86,7 @@ else
     "$FB" serve --socket "$SOCK" --ready-fd 3 </dev/null >"$T/serve.out" 2>&1 3>"$T/ready" &
 fi
 SRV=$!
-for _ in $(seq 1 200); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done
+wait_for 10 grep -q ready "$T/ready"
 run_fb session create --socket "$SOCK"; S=$OUT
 run_fb exec --socket "$SOCK" "$S" -- sh -c 'echo kept > ~/.state && pwd'
 run_fb exec --socket "$SOCK" "$S" -- sh -c 'cat ~/.state; echo $HOME'
