@@ -99,6 +99,20 @@ print(int.from_bytes(b, "little"))' "/proc/$init/ns/user" 2>&1)
 touch "$T/a/stop"
 wait "$A"
 
+# Many at once (separate fluebox processes, claiming at the same moment):
+# every range distinct.
+mkdir -p "$T/many"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+  "$FB" run -q -- sh -c 'cat /proc/self/uid_map' >"$T/many/$i" 2>&1 &
+done
+wait
+bases=$(cat "$T/many"/* | awk '{print $2}' | sort)
+if [ "$(echo "$bases" | grep -c .)" = 12 ] && [ "$(echo "$bases" | sort -u | grep -c .)" = 12 ]; then
+  ok "12 sandboxes started at once get 12 different ranges"
+else
+  fail "12 sandboxes at once get 12 different ranges" "$(cat "$T/many"/* | head -c 400)"
+fi
+
 # Pinned ranges: claimed exclusively, overlaps refused, given back at the end
 # and when the supervisor is SIGKILLed.
 PIN=$((POOL_LO - 8 * 65536))
