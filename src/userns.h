@@ -68,15 +68,15 @@ int userns_write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
  * fd of a procfs's sys/ (the sandbox's new /proc, still writable). */
 int userns_set_limits(int sysfd, struct fb_err *err);
 
+/* A user namespace with the given uid_map and gid_map text, as an fd for
+ * MOUNT_ATTR_IDMAP (as root). -1 with err on failure. */
+int userns_map_fd(const char *uid_map, const char *gid_map, struct fb_err *err);
+
 /* As root: a detached clone of the directory src whose files owned by
  * (from_uid, from_gid) appear owned by ids->host_{uid,gid}, with nosuid,nodev
  * (and rdonly when ro). Returns the mount fd for move_mount(), or -1 with
  * errno EINVAL/EPERM when the filesystem cannot do idmapped mounts (err
  * says so). */
-/* A user namespace with the given uid_map and gid_map text, as an fd for
- * MOUNT_ATTR_IDMAP (as root). -1 with err on failure. */
-int userns_map_fd(const char *uid_map, const char *gid_map, struct fb_err *err);
-
 int userns_idmapped_tree(const char *src, uid_t from_uid, gid_t from_gid,
                          const struct fb_ids *ids, bool ro, struct fb_err *err);
 
