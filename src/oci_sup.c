@@ -625,7 +625,8 @@ int oci_create(const struct oci_create_args *a)
     if (oci_id_check(a->id, &err) < 0 ||
         oci_spec_load(a->bundle ? a->bundle : ".", NULL, &cr.s, &err) < 0 ||
         oci_policy(&cr.s, &cr.p, &err) < 0 || oci_caps_check(&cr.s.proc, &err) < 0 ||
-        oci_id_maps(&cr.s, cr.p.host_id, &cr.uid_map, &cr.gid_map, &err) < 0)
+        oci_id_maps(&cr.s, cr.p.host_id ? cr.p.host_id : FB_IDRANGE_LEGACY_ID, &cr.uid_map,
+                    &cr.gid_map, &err) < 0)
         goto out;
     for (int k = OCI_HOOK_CREATE_CONTAINER; k <= OCI_HOOK_START_CONTAINER; k++)
         if (cr.s.nhooks[k]) {
