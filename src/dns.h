@@ -1,6 +1,6 @@
 /* dns.h — the little DNS wire format the sandbox's resolver needs: parse one
  * query (header + one question) and build the reply (the question echoed,
- * optionally one A record). Pure functions on byte buffers, no I/O; egress.c
+ * optionally one A record). Pure functions on byte buffers, no I/O; egress
  * does the sockets and the policy. Nothing here ever forwards a query. */
 #ifndef FB_DNS_H
 #define FB_DNS_H

@@ -17,7 +17,7 @@
  * The sockets are returned to spawn.c, which passes them to the supervisor
  * and closes its copies before the command runs: nothing inside the sandbox
  * can read from them. Each socket describes itself (type and bound address),
- * so the order does not matter to egress.c. */
+ * so the order does not matter to egress. */
 #include "net.h"
 
 #include <arpa/inet.h>

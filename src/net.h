@@ -5,7 +5,7 @@
  * synthetic range local (an address on lo), binds the DNS sockets and the
  * listeners for the allowed ports (and the CONNECT proxy) and returns them;
  * spawn.c passes them to the supervisor (SCM_RIGHTS, FB_MSG_NETFDS), where
- * egress.c serves them. Nothing here talks to the host network.
+ * egress serves them. Nothing here talks to the host network.
  * docs/network.md describes the whole design and its limits. */
 #ifndef FB_NET_H
 #define FB_NET_H

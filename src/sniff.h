@@ -1,7 +1,7 @@
 /* sniff.h — what a client's first bytes say about where it wants to go: the
  * server name of a TLS ClientHello (SNI), the Host of an HTTP/1.x request,
  * the target of an HTTP CONNECT request. Pure functions on byte buffers;
- * egress.c compares the result with the name the connection was made for.
+ * egress compares the result with the name the connection was made for.
  *
  * The parsers are strict on purpose: anything ambiguous (two Host headers,
  * header folding, bare CR, a ClientHello with two names, the ESNI draft) is

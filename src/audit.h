@@ -1,0 +1,35 @@
+/* audit.h — the network audit log (--net-log FILE): one JSON object per line
+ * for each DNS query and each connection, appended to FILE (created 0600).
+ * It only formats and writes; egress decides what happened. A NULL
+ * struct fb_audit (no --net-log) is valid everywhere and writes nothing.
+ * The format is documented in docs/network.md. */
+#ifndef FB_AUDIT_H
+#define FB_AUDIT_H
+
+#include "fb.h"
+
+struct fb_audit;
+
+/* One connection, when it ends (or is refused). NULL strings are null. */
+struct audit_conn {
+    const char *name;
+    unsigned port;        /* 0: null */
+    const char *via;      /* "transparent" or "proxy" */
+    const char *dest;     /* what the sandbox connected to */
+    const char *verdict;  /* "allow", "deny", "error" */
+    const char *reason;
+    const char *protocol; /* "tls", "tls+ech", "http", "opaque" */
+    const char *upstream; /* host-side address */
+    int64_t bytes_out, bytes_in, duration_ms;
+};
+
+/* Open (append to) path. */
+struct fb_audit *audit_open(const char *path, struct fb_err *err);
+/* One DNS query: name as shown (NULL: unreadable), type ("A", ...; NULL when
+ * unknown), transport "udp"/"tcp", a4 the answer (network order) or NULL. */
+void audit_dns(struct fb_audit *a, const char *name, const char *type, const char *transport,
+               const char *verdict, const char *reason, const uint32_t *a4);
+void audit_conn(struct fb_audit *a, const struct audit_conn *r);
+void audit_close(struct fb_audit *a);
+
+#endif
