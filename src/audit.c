@@ -86,6 +86,18 @@ static json_t *jstr(const char *s)
     return j ? j : json_string("(not UTF-8)");
 }
 
+void audit_start(struct fb_audit *a, const char *mode, const char *note)
+{
+    if (!a)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "event", json_string("start"));
+    json_object_set_new(o, "mode", json_string(mode));
+    if (note)
+        json_object_set_new(o, "note", json_string(note));
+    log_event(a, o);
+}
+
 void audit_dns(struct fb_audit *a, const char *name, const char *type, const char *transport,
                const char *verdict, const char *reason, const uint32_t *a4)
 {

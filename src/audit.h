@@ -25,6 +25,8 @@ struct audit_conn {
 
 /* Open (append to) path. */
 struct fb_audit *audit_open(const char *path, struct fb_err *err);
+/* The first line of a run: {"event":"start","mode":MODE,"note":NOTE}. */
+void audit_start(struct fb_audit *a, const char *mode, const char *note);
 /* One DNS query: name as shown (NULL: unreadable), type ("A", ...; NULL when
  * unknown), transport "udp"/"tcp", a4 the answer (network order) or NULL. */
 void audit_dns(struct fb_audit *a, const char *name, const char *type, const char *transport,

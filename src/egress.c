@@ -79,6 +79,41 @@ const char *addr_str(const struct sockaddr *sa, char *buf, size_t cap)
     return buf;
 }
 
+void egress_note_distinct(char *list, size_t width, int *n, const char *s)
+{
+    for (int i = 0; i < *n && i < FB_NET_NOTE_MAX; i++)
+        if (!strcmp(list + (size_t)i * width, s))
+            return;
+    if (*n < FB_NET_NOTE_MAX) {
+        size_t l = strnlen(s, width - 1);
+        memcpy(list + (size_t)*n * width, s, l);
+        list[(size_t)*n * width + l] = 0;
+    }
+    if (*n <= FB_NET_NOTE_MAX)
+        (*n)++;
+}
+
+void egress_note_denied_name(struct fb_egress *e, const char *name)
+{
+    if (nametab_find(&e->denied, name) >= 0)
+        return;
+    if (e->denied.n >= DENIED_MAX) {
+        e->sum.names_denied_more = true;
+        return;
+    }
+    nametab_add(&e->denied, name);
+    e->sum.names_denied++;
+    egress_note_denied(e->sum.denied_names, &e->sum.ndenied_names, name);
+}
+
+void egress_note_refused(struct fb_egress *e, const char *name, unsigned port)
+{
+    char t[300];
+    snprintf(t, sizeof t, "%s:%u", name, port);
+    e->sum.conns_refused++;
+    egress_note_denied(e->sum.refused, &e->sum.nrefused, t);
+}
+
 /* ---- connections ---- */
 
 static void side_update(struct fb_egress *e, struct side *s, uint32_t want)
@@ -469,6 +504,7 @@ static void accept_ready(struct fb_egress *e, struct listener *l)
             if (!policy_allow_match(e->p, name, l->port)) {
                 char why[400];
                 snprintf(why, sizeof why, "port %u is not allowed for %s", l->port, name);
+                egress_note_refused(e, name, l->port);
                 deny_at_once(e, fd, via, l->port, name, why);
                 continue;
             }
@@ -622,6 +658,7 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
     *out = NULL;
     struct fb_egress *e = fb_xcalloc(1, sizeof *e);
     e->p = p;
+    e->sum.mode = p->net;
     e->timer = -1;
     e->dns_udp.fd = e->dns_tcp.fd = e->proxy.fd = -1;
     e->timer_h.kind = H_TIMER;
@@ -675,6 +712,12 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
         e->audit = audit_open(p->net_log, err);
         if (!e->audit)
             goto fail;
+        audit_start(e->audit, p->net == FB_NET_NONE    ? "none"
+                              : p->net == FB_NET_ALLOW ? "allow"
+                                                       : "host",
+                    p->net == FB_NET_HOST ? "the sandbox shares the host's network: nothing "
+                                            "is relayed, checked or logged"
+                                          : NULL);
     }
     /* splice() may raise SIGPIPE (see drop_sigpipe): only with it blocked
      * or ignored; otherwise the relay copies through its buffers. */
@@ -718,6 +761,41 @@ void egress_summary(const struct fb_egress *e, struct fb_net_summary *s)
         memset(s, 0, sizeof *s);
 }
 
+/* "a, b, c, ..." from a list kept by egress_note_distinct. */
+static void join_list(const char *list, size_t width, int n, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && i < FB_NET_NOTE_MAX; i++)
+        len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s", i ? ", " : "",
+                                list + (size_t)i * width);
+    if (n > FB_NET_NOTE_MAX && len < cap)
+        snprintf(out + len, cap - len, ", ...");
+}
+
+bool egress_denial_note(const struct fb_net_summary *s, char *buf, size_t cap)
+{
+    if (!s->names_denied && !s->conns_refused)
+        return false;
+    char names[FB_NET_NOTE_MAX * 260 + 8], ports[FB_NET_NOTE_MAX * 270 + 8];
+    join_list(&s->denied_names[0][0], sizeof s->denied_names[0], s->ndenied_names, names,
+              sizeof names);
+    join_list(&s->refused[0][0], sizeof s->refused[0], s->nrefused, ports, sizeof ports);
+    char lookups[sizeof names + 64] = "", conns[sizeof ports + 64] = "";
+    if (s->names_denied)
+        snprintf(lookups, sizeof lookups, "%s%lld name%s denied (%s)",
+                 s->names_denied_more ? "over " : "", (long long)s->names_denied,
+                 s->names_denied == 1 ? "" : "s", names);
+    if (s->conns_refused)
+        snprintf(conns, sizeof conns, "%lld connection%s refused (%s)",
+                 (long long)s->conns_refused, s->conns_refused == 1 ? "" : "s", ports);
+    snprintf(buf, cap, "network: %s%s%s: %s", lookups, lookups[0] && conns[0] ? ", " : "", conns,
+             s->mode == FB_NET_NONE ? "the network is off; allow names with --allow-net NAME"
+             : conns[0] ? "allow with --allow-net NAME[:PORT]"
+                        : "allow with --allow-net NAME");
+    return true;
+}
+
 void egress_free(struct fb_egress *e)
 {
     if (!e)
@@ -739,7 +817,8 @@ void egress_free(struct fb_egress *e)
             close(ls[i]->fd);
     for (size_t i = 0; i < e->nlis; i++)
         close(e->lis[i].fd);
-    synth_free(e);
+    nametab_free(&e->synth);
+    nametab_free(&e->denied);
     free(e->host_addrs);
     if (e->timer >= 0)
         close(e->timer);

@@ -26,6 +26,9 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
 int egress_fd(const struct fb_egress *e);
 void egress_dispatch(struct fb_egress *e);
 void egress_summary(const struct fb_egress *e, struct fb_net_summary *s);
+/* The one line (without "fluebox: ") that says what the allowlist denied
+ * and how to allow it; false when nothing was. */
+bool egress_denial_note(const struct fb_net_summary *s, char *buf, size_t cap);
 void egress_free(struct fb_egress *e);
 
 #endif

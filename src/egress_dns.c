@@ -20,81 +20,25 @@
 
 /* ---- synthetic addresses ---- */
 
-static uint32_t hash_name(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
-static long synth_find(const struct fb_egress *e, const char *name)
-{
-    if (!e->hcap)
-        return -1;
-    for (size_t i = hash_name(name) & (e->hcap - 1);; i = (i + 1) & (e->hcap - 1)) {
-        uint32_t v = e->hash[i];
-        if (!v)
-            return -1;
-        if (!strcmp(e->names[v - 1], name))
-            return (long)v - 1;
-    }
-}
-
-static void synth_rehash(struct fb_egress *e, size_t cap)
-{
-    free(e->hash);
-    e->hash = fb_xcalloc(cap, sizeof *e->hash);
-    e->hcap = cap;
-    for (size_t k = 0; k < e->nnames; k++) {
-        size_t i = hash_name(e->names[k]) & (cap - 1);
-        while (e->hash[i])
-            i = (i + 1) & (cap - 1);
-        e->hash[i] = (uint32_t)k + 1;
-    }
-}
-
 /* The address for name (network order), allocating one; false when full. */
 static bool synth_get(struct fb_egress *e, const char *name, uint32_t *a4)
 {
-    long k = synth_find(e, name);
+    long k = nametab_find(&e->synth, name);
     if (k < 0) {
-        if (e->nnames >= SYNTH_MAX)
+        if (e->synth.n >= SYNTH_MAX)
             return false;
-        if (e->nnames == e->capnames) {
-            e->capnames = e->capnames ? e->capnames * 2 : 16;
-            e->names = fb_xrealloc(e->names, e->capnames * sizeof *e->names);
-        }
-        k = (long)e->nnames;
-        e->names[e->nnames++] = fb_xstrdup(name);
-        if (e->nnames * 2 > e->hcap)
-            synth_rehash(e, e->hcap ? e->hcap * 2 : 64);
-        else {
-            size_t i = hash_name(name) & (e->hcap - 1);
-            while (e->hash[i])
-                i = (i + 1) & (e->hcap - 1);
-            e->hash[i] = (uint32_t)k + 1;
-        }
+        k = (long)nametab_add(&e->synth, name);
     }
     *a4 = htonl(FB_NET_SYNTH_BASE + SYNTH_FIRST + (uint32_t)k);
     return true;
 }
 
-/* The name a synthetic address (host order) was handed out for, or NULL. */
 const char *synth_name(const struct fb_egress *e, uint32_t a)
 {
     if (a < FB_NET_SYNTH_BASE + SYNTH_FIRST)
         return NULL;
     uint32_t k = a - FB_NET_SYNTH_BASE - SYNTH_FIRST;
-    return k < e->nnames ? e->names[k] : NULL;
-}
-
-void synth_free(struct fb_egress *e)
-{
-    for (size_t i = 0; i < e->nnames; i++)
-        free(e->names[i]);
-    free(e->names);
-    free(e->hash);
+    return k < e->synth.n ? e->synth.v[k] : NULL;
 }
 
 /* ---- DNS ---- */
@@ -133,7 +77,8 @@ static size_t dns_answer(struct fb_egress *e, const uint8_t *msg, size_t len, ui
         reason = "query class is not IN";
     } else if (!a) {
         rcode = DNS_RCODE_NXDOMAIN;
-        reason = "name not in the allowlist";
+        reason = e->p->net == FB_NET_NONE ? "no network (--net none)" : "name not in the allowlist";
+        egress_note_denied_name(e, q.name_plain ? lower : name);
     } else if (q.qtype == DNS_TYPE_A) {
         if (synth_get(e, lower, &a4)) {
             rcode = DNS_RCODE_NOERROR;

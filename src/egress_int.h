@@ -18,6 +18,7 @@
 #include "audit.h"
 #include "egress.h"
 #include "hostres.h"
+#include "nametab.h"
 #include "net.h"
 
 #include <netinet/in.h>
@@ -33,6 +34,7 @@
 #define DNS_TCP_IDLE_MS 10000
 #define HANDSHAKE_MS 30000     /* accept -> relaying */
 #define CONNECT_TRY_MS 5000    /* per upstream address, when there are more to try */
+#define DENIED_MAX 4096        /* distinct denied names counted exactly */
 #define BATCH 64               /* events / datagrams / accepts per dispatch */
 
 enum hkind { H_DNS_UDP, H_DNS_TCP, H_PROXY, H_LISTEN, H_TIMER, H_RESOLVER, H_SIDE };
@@ -117,11 +119,9 @@ struct fb_egress {
     int nrelay;            /* connections counted against max_conns */
     int ndns_tcp;
     uint64_t next_id;
-    /* Synthetic addresses: names[i] has FB_NET_SYNTH_BASE + SYNTH_FIRST + i. */
-    char **names;
-    size_t nnames, capnames;
-    uint32_t *hash;        /* open addressing: index + 1, 0 = empty */
-    size_t hcap;
+    /* Synthetic addresses: name i has FB_NET_SYNTH_BASE + SYNTH_FIRST + i. */
+    struct nametab synth;
+    struct nametab denied; /* names looked up and denied (DENIED_MAX at most) */
     struct fb_audit *audit;
     bool splice_ok;        /* SIGPIPE is blocked or ignored in this thread */
     /* The host's own interface addresses (at start): an allowed name that
@@ -158,13 +158,21 @@ void upstream_fail(struct fb_egress *e, struct conn *c, const char *status, cons
  * connection was ended. */
 bool check_first_bytes(struct fb_egress *e, struct conn *c);
 
+/* Remember s in list (rows of width bytes, FB_NET_NOTE_MAX of them) unless
+ * it is there; *n counts distinct ones up to FB_NET_NOTE_MAX + 1. */
+void egress_note_distinct(char *list, size_t width, int *n, const char *s);
+#define egress_note_denied(list, n, s) egress_note_distinct(&(list)[0][0], sizeof (list)[0], n, s)
+/* A lookup of name denied because the allowlist lacks it. */
+void egress_note_denied_name(struct fb_egress *e, const char *name);
+/* A connection to name:port refused because the allowlist lacks it. */
+void egress_note_refused(struct fb_egress *e, const char *name, unsigned port);
+
 /* ---- egress_dns.c ---- */
 
 void dns_udp_ready(struct fb_egress *e);
 void dns_tcp_event(struct fb_egress *e, struct conn *c, uint32_t rev);
 /* The name a synthetic address (host order) was handed out for, or NULL. */
 const char *synth_name(const struct fb_egress *e, uint32_t a);
-void synth_free(struct fb_egress *e);
 
 /* ---- upstream.c ---- */
 

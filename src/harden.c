@@ -137,6 +137,13 @@ char **harden_build_env(const struct fb_policy *p)
         env_put(&env, &n, "NO_PROXY=localhost,127.0.0.1");
         env_put(&env, &n, "no_proxy=localhost,127.0.0.1");
     }
+    if (p->net == FB_NET_NONE) {
+        /* No network: every lookup is NXDOMAIN at once, but npm and pip
+         * retry any failed request on their own (npm for over a minute);
+         * with nothing to reach, they fail at once instead. --env wins. */
+        env_put(&env, &n, "npm_config_fetch_retries=0");
+        env_put(&env, &n, "PIP_RETRIES=0");
+    }
     for (size_t i = 0; i < p->nenv_pass; i++) {
         const char *v = getenv(p->env_pass[i]);
         if (!v)

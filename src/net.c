@@ -2,8 +2,10 @@
  * new network namespace while it still holds CAP_NET_ADMIN and
  * CAP_NET_BIND_SERVICE in its user namespace.
  *
- * none:  loopback up, nothing else. There is no other interface and no
- *        route, so every address but loopback is unreachable.
+ * none:  loopback up and the resolver's sockets (127.0.0.53:53, served by
+ *        the supervisor, which answers NXDOMAIN to every name). There is
+ *        no other interface and no route, so every address but loopback is
+ *        unreachable.
  * allow: in addition
  *   - 198.18.0.1/15 on lo (rtnetlink RTM_NEWADDR). On a loopback device the
  *     kernel makes the whole prefix local, so a connect() to any synthetic
@@ -144,11 +146,32 @@ int net_allowed_ports(const struct fb_policy *p, uint16_t *ports, size_t cap)
     return (int)n;
 }
 
+/* The resolver's sockets on 127.0.0.53:53, UDP then TCP, into fds. */
+static int resolver_sockets(int *fds, size_t *nfds, struct fb_err *err)
+{
+    int fd;
+    if ((fd = bound_socket(SOCK_DGRAM, FB_NET_DNS_ADDR, 53, err)) < 0)
+        return -1;
+    fds[(*nfds)++] = fd;
+    if ((fd = bound_socket(SOCK_STREAM, FB_NET_DNS_ADDR, 53, err)) < 0)
+        return -1;
+    fds[(*nfds)++] = fd;
+    return 0;
+}
+
 int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err)
 {
     *nfds = 0;
     if (loopback_up(err) < 0)
         return -1;
+    if (p->net == FB_NET_NONE) {
+        /* Only the resolver, which answers every name at once (NXDOMAIN):
+         * a lookup fails as "not found", which tools do not retry, instead
+         * of "try again" (nothing listening), which they do. */
+        if (resolver_sockets(fds, nfds, err) < 0)
+            goto fail;
+        return 0;
+    }
     if (p->net != FB_NET_ALLOW)
         return 0;
 
@@ -165,13 +188,9 @@ int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb
     if (add_synthetic_range(err) < 0)
         return -1;
 
+    if (resolver_sockets(fds, nfds, err) < 0)
+        goto fail;
     int fd;
-    if ((fd = bound_socket(SOCK_DGRAM, FB_NET_DNS_ADDR, 53, err)) < 0)
-        goto fail;
-    fds[(*nfds)++] = fd;
-    if ((fd = bound_socket(SOCK_STREAM, FB_NET_DNS_ADDR, 53, err)) < 0)
-        goto fail;
-    fds[(*nfds)++] = fd;
     if (p->proxy_port) {
         if ((fd = bound_socket(SOCK_STREAM, "127.0.0.1", p->proxy_port, err)) < 0)
             goto fail;

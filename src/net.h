@@ -1,9 +1,10 @@
 /* net.h — the sandbox side of networking, run by the child inside its new
  * network namespace before it drops privileges.
  *
- * net_setup_child() brings loopback up and, in allow mode, makes the
- * synthetic range local (an address on lo), binds the DNS sockets and the
- * listeners for the allowed ports (and the CONNECT proxy) and returns them;
+ * net_setup_child() brings loopback up, binds the DNS sockets (none and
+ * allow modes) and, in allow mode, makes the synthetic range local (an
+ * address on lo) and binds the listeners for the allowed ports (and the
+ * CONNECT proxy); it returns the sockets;
  * spawn.c passes them to the supervisor (SCM_RIGHTS, FB_MSG_NETFDS), where
  * egress serves them. Nothing here talks to the host network.
  * docs/network.md describes the whole design and its limits. */
@@ -23,7 +24,7 @@
 #define FB_NET_MAX_PORTS 29
 
 /* fds receives at most FB_CTL_MAX_FDS (32) descriptors; *nfds how many.
- * In none mode only loopback is brought up and *nfds is 0. */
+ * In none mode they are the resolver's two; with --net host none. */
 int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err);
 
 /* The distinct ports the allowlist needs (80 and 443 for a pattern without

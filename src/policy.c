@@ -551,11 +551,6 @@ int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err
         return fb_errf(err, FB_EXIT_SETUP, "--proxy-env needs an allowlist (--allow-net)");
     if (p->proxy_env && !p->proxy_port)
         p->proxy_port = 3128;
-    if (p->net_log && p->net != FB_NET_ALLOW)
-        return fb_errf(err, FB_EXIT_SETUP,
-                       "--net-log needs an allowlist (--allow-net or --net allow): with --net %s "
-                       "there is nothing to log",
-                       p->net == FB_NET_HOST ? "host" : "none");
     if (p->net == FB_NET_ALLOW) {
         uint16_t ports[FB_NET_MAX_PORTS];
         int np = net_allowed_ports(p, ports, FB_NET_MAX_PORTS);

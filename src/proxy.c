@@ -53,6 +53,8 @@ void proxy_request(struct fb_egress *e, struct conn *c)
     if (looks_like_ip(c->name) || !policy_allow_match(e->p, c->name, port)) {
         char why[400];
         snprintf(why, sizeof why, "%s:%u is not in the allowlist", c->name, port);
+        if (!looks_like_ip(c->name))
+            egress_note_refused(e, c->name, port);
         reply_and_end(e, c, "403 Forbidden", "deny", why);
         return;
     }

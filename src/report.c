@@ -115,6 +115,7 @@ static json_t *network_obj(const struct fb_result *r)
         return json_null();
     const struct fb_net_summary *n = &r->net;
     json_t *o = json_object();
+    json_object_set_new(o, "mode", json_string(n->mode == FB_NET_NONE ? "none" : "allow"));
     json_object_set_new(o, "dns_queries", json_integer(n->dns_queries));
     json_object_set_new(o, "dns_allowed", json_integer(n->dns_allowed));
     json_object_set_new(o, "dns_denied", json_integer(n->dns_denied));
@@ -123,6 +124,8 @@ static json_t *network_obj(const struct fb_result *r)
     json_object_set_new(o, "connections_denied", json_integer(n->conns_denied));
     json_object_set_new(o, "bytes_out", json_integer(n->bytes_out));
     json_object_set_new(o, "bytes_in", json_integer(n->bytes_in));
+    json_object_set_new(o, "names_denied", json_integer(n->names_denied));
+    json_object_set_new(o, "connections_refused", json_integer(n->conns_refused));
     return o;
 }
 

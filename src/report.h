@@ -9,10 +9,23 @@
 #include "policy.h"
 #include "seccomp.h"
 
+#define FB_NET_NOTE_MAX 3 /* names shown in the note on what was denied */
+
 struct fb_net_summary {
+    enum fb_net_mode mode;
     int64_t dns_queries, dns_allowed, dns_denied;
     int64_t conns, conns_allowed, conns_denied;
     int64_t bytes_out, bytes_in;
+    /* What the allowlist refused that --allow-net could allow: names looked
+     * up that are not on it, connections to a name or port not on it. The first
+     * distinct ones are kept for the note at exit (n counts up to MAX + 1:
+     * more than shown). */
+    int64_t names_denied, conns_refused; /* distinct names; connections */
+    bool names_denied_more;              /* more names than counted */
+    char denied_names[FB_NET_NOTE_MAX][256];
+    int ndenied_names;
+    char refused[FB_NET_NOTE_MAX][264]; /* "name:port" */
+    int nrefused;
 };
 
 struct fb_result {

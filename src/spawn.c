@@ -17,7 +17,7 @@
  *   (seccomp filters: built in, or a
  *    helper compiling since the start)
  *   SECCOMP_PROG (memfds) ---------------->  sethostname, net_setup_child
- *   egress_start <------- NETFDS ---------  (allow mode: DNS + listeners)
+ *   egress_start <------- NETFDS ---------  (none: DNS; allow: DNS + listeners)
  *                                           mount_build: new root, the
  *                                            namespace's limits, pivot_root
  *                                           init_main: drop caps, load the
@@ -193,7 +193,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         size_t nfds = 0;
         if (net_setup_child(p, fds, &nfds, &err) < 0)
             child_fail(ctl, &err);
-        if (p->net == FB_NET_ALLOW) {
+        if (nfds) {
             struct fb_msg nm = {.type = FB_MSG_NETFDS};
             if (ctl_send(ctl, &nm, fds, nfds) < 0) {
                 fb_errno(&err, FB_EXIT_SETUP, "passing network sockets");
@@ -558,8 +558,12 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         }
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
-        if (m.type == FB_MSG_READY)
+        if (m.type == FB_MSG_READY) {
+            /* --net host has no resolver or relay; its log says so. */
+            if (!sb->egress && p->net_log && egress_start(p, NULL, 0, &sb->egress, err) < 0)
+                goto fail_child;
             return 0;
+        }
     }
 
 fail_child:

@@ -268,9 +268,12 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         res->seccomp_denials = res->seccomp.denied;
     report_take_cgroup(res, sb.cg);
     res->oom_killed = res->cg.oom_killed;
-    if (sb.egress) {
+    if (sb.egress && p->net != FB_NET_HOST) {
         res->has_net = true;
         egress_summary(sb.egress, &res->net);
+        char note[1200];
+        if (!p->quiet && egress_denial_note(&res->net, note, sizeof note))
+            fb_warn("%s", note);
     }
 
     if (res->timed_out) {

@@ -225,7 +225,7 @@ jtrue "report: times are integers" "$R" 'all(isinstance(r[k], int) and r[k] >= 0
 jtrue "report: the limits as asked" "$R" 'r["limits"] == {"memory_bytes": 256 << 20, "cpus": 0.5, "pids": 64, "disk_bytes": 100 << 20, "timeout_ms": 30000, "nofile": 1024, "fsize_bytes": None}'
 jtrue "report: profile and overrides" "$R" 'r["profile"] == "standard" and r["overrides"] == ["--mem 256M", "--cpus 0.5", "--pids 64", "--timeout 30s", "--disk 100M"]'
 jtrue "report: applied + not applied cover the limits set" "$R" 'sorted(r["limits_applied"] + r["limits_not_applied"]) == sorted(["memory", "cpu", "pids", "disk", "timeout", "nofile"])'
-jtrue "report: no network section without --allow-net" "$R" 'r["network"] is None'
+jtrue "report: network mode none without --allow-net" "$R" 'r["network"]["mode"] == "none" and r["network"]["connections"] == 0'
 if [ -n "$CG" ]; then
   jtrue "report: cgroup measurements" "$R" 'r["memory_peak_bytes"] > 0 and r["pids_peak"] >= 1 and r["oom_kills"] == 0 and r["pids_limit_hits"] == 0 and r["cpu_throttled_ms"] is not None and r["limits_note"] is None and r["limits_fallback"] == {}'
 else

@@ -16,7 +16,6 @@ for r in 'api.test' 'api.test=' '=127.0.0.1' 'api.test=notanip' 'api.test=127.0.
          'bad..name=127.0.0.1' 'api.test=[::1' 'api.test=1.2.3.4:5:6'; do
   expect_err "--egress-resolve '$r' rejected" 125 "--egress-resolve" run --egress-resolve "$r" -- true
 done
-expect_err "--net-log without an allowlist" 125 "--net-log needs" run --net-log "$T/x.jsonl" -- true
 expect_err "--proxy-env without an allowlist" 125 "--proxy-env" run --proxy-env -- true
 expect_err "an allowed port that is the proxy's" 125 "proxy" run --proxy-env --allow-net api.test:3128 -- true
 many=""; for p in $(seq 1001 1030); do many="$many --allow-net p$p.test:$p"; done
