@@ -1,12 +1,14 @@
 /* audit.h — the network audit log (--net-log FILE): one JSON object per line
  * for each DNS query and each connection, appended to FILE (created 0600).
- * It only formats and writes; egress decides what happened. A NULL
- * struct fb_audit (no --net-log) is valid everywhere and writes nothing.
- * The format is documented in docs/network.md. */
+ * It only formats and writes; egress decides what happened. Repeated DNS
+ * queries and refused connections are rate-limited and aggregated (see
+ * audit.c); relayed connections always get their own line. A NULL struct
+ * fb_audit (no --net-log) is valid everywhere and writes nothing. The
+ * format is documented in docs/network.md. */
 #ifndef FB_AUDIT_H
 #define FB_AUDIT_H
 
-#include "fb.h"
+#include "report.h"
 
 struct fb_audit;
 
@@ -23,6 +25,13 @@ struct audit_conn {
     int64_t bytes_out, bytes_in, duration_ms;
 };
 
+/* What the log aggregated instead of writing line by line. */
+struct audit_stats {
+    int64_t lines;            /* lines written */
+    int64_t dns_aggregated;   /* DNS queries counted in aggregate lines */
+    int64_t conns_aggregated; /* refused connections counted in aggregate lines */
+};
+
 /* Open (append to) path. */
 struct fb_audit *audit_open(const char *path, struct fb_err *err);
 /* The first line of a run: {"event":"start","mode":MODE,"note":NOTE}. */
@@ -32,6 +41,12 @@ void audit_start(struct fb_audit *a, const char *mode, const char *note);
 void audit_dns(struct fb_audit *a, const char *name, const char *type, const char *transport,
                const char *verdict, const char *reason, const uint32_t *a4);
 void audit_conn(struct fb_audit *a, const struct audit_conn *r);
-void audit_close(struct fb_audit *a);
+/* Aggregated events are waiting for the end of their interval: call
+ * audit_tick() about once a second until this is false. */
+bool audit_pending(const struct fb_audit *a);
+void audit_tick(struct fb_audit *a);
+void audit_stats(const struct fb_audit *a, struct audit_stats *st);
+/* Write what is pending and the "end" line (with s's totals), close. */
+void audit_close(struct fb_audit *a, const struct fb_net_summary *s);
 
 #endif

@@ -537,7 +537,7 @@ static void accept_ready(struct fb_egress *e, struct listener *l)
 
 static void timer_update(struct fb_egress *e)
 {
-    bool want = e->conns != NULL;
+    bool want = e->conns != NULL || audit_pending(e->audit);
     if (want == e->timer_armed)
         return;
     int64_t ms = 1000;
@@ -559,6 +559,7 @@ static void timer_tick(struct fb_egress *e)
     if (read(e->timer, &v, sizeof v) < 0) {
         /* EAGAIN: a spurious wake-up */
     }
+    audit_tick(e->audit);
     uint64_t now = fb_now_ns();
     for (struct conn *c = e->conns, *n; c; c = n) {
         n = c->next;
@@ -755,10 +756,15 @@ fail:
 
 void egress_summary(const struct fb_egress *e, struct fb_net_summary *s)
 {
-    if (e)
-        *s = e->sum;
-    else
+    if (!e) {
         memset(s, 0, sizeof *s);
+        return;
+    }
+    *s = e->sum;
+    struct audit_stats st;
+    audit_stats(e->audit, &st);
+    s->dns_aggregated = st.dns_aggregated;
+    s->conns_aggregated = st.conns_aggregated;
 }
 
 /* "a, b, c, ..." from a list kept by egress_note_distinct. */
@@ -824,7 +830,9 @@ void egress_free(struct fb_egress *e)
         close(e->timer);
     if (e->ep >= 0)
         close(e->ep);
-    audit_close(e->audit);
+    struct fb_net_summary sum;
+    egress_summary(e, &sum);
+    audit_close(e->audit, &sum);
     free(e);
 }
 

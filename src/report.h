@@ -16,6 +16,8 @@ struct fb_net_summary {
     int64_t dns_queries, dns_allowed, dns_denied;
     int64_t conns, conns_allowed, conns_denied;
     int64_t bytes_out, bytes_in;
+    /* --net-log: events counted in aggregate lines instead of their own */
+    int64_t dns_aggregated, conns_aggregated;
     /* What the allowlist refused that --allow-net could allow: names looked
      * up that are not on it, connections to a name or port not on it. The first
      * distinct ones are kept for the note at exit (n counts up to MAX + 1:

@@ -256,6 +256,46 @@ def cmd_dnsfuzz(count, seed="1"):
     return 0 if ok else 1
 
 
+def cmd_dnsflood(count, suffix, window="64"):
+    """Send count A queries for distinct names q<i>.suffix over UDP, keeping
+    up to window unanswered; prints how many were answered. A lost datagram
+    is given up on after a second without replies."""
+    count, window = int(count), int(window)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect(("127.0.0.53", 53))
+    s.settimeout(1)
+    sent = answered = 0
+    while answered < count:
+        while sent < count and sent - answered < window:
+            s.send(dns_query("q%d.%s" % (sent, suffix), 1, sent & 0xFFFF))
+            sent += 1
+        try:
+            s.recv(4096)
+            answered += 1
+        except socket.timeout:
+            if sent == count:
+                break
+            answered = sent  # a datagram was lost: go on
+    print("flood %d sent %d answered" % (sent, answered))
+    return 0
+
+
+def cmd_refusals(count, host, port):
+    """count TCP connections to host:port, each refused by the relay; prints
+    how many were."""
+    refused = 0
+    for _ in range(int(count)):
+        try:
+            c = socket.create_connection((host, int(port)), timeout=T)
+            c.sendall(b"x")
+            refused += c.recv(1) == b""
+            c.close()
+        except OSError:
+            refused += 1
+    print("refused %d" % refused)
+    return 0
+
+
 def main():
     cmd = sys.argv[1].replace("-", "_")
     sys.exit(globals()["cmd_" + cmd](*sys.argv[2:]))
