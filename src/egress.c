@@ -142,7 +142,8 @@ void conn_update(struct fb_egress *e, struct conn *c)
 {
     uint32_t win = 0, wout = 0;
     bool spliced = c->pu[0] >= 0;
-    bool can_read_in = !c->in_eof && (spliced ? c->pu_fill < c->pipe_cap : buf_room(&c->up) > 0);
+    bool can_read_in = !c->in_eof && !c->wait_upgrade &&
+                       (spliced && !c->walked ? c->pu_fill < c->pipe_cap : buf_room(&c->up) > 0);
     switch (c->ph) {
     case PH_DNS:
         if (!c->in_eof && buf_len(&c->down) < BUF_SIZE / 2 && buf_room(&c->up) > 0)
@@ -169,13 +170,15 @@ void conn_update(struct fb_egress *e, struct conn *c)
     case PH_RELAY:
         if (can_read_in)
             win |= EPOLLIN;
-        if (!c->out_eof && (spliced ? c->pd_fill < c->pipe_cap : buf_room(&c->down) > 0))
+        if (!c->out_eof && (spliced && !(c->wait_upgrade && !c->pd_fill)
+                                ? c->pd_fill < c->pipe_cap
+                                : buf_room(&c->down) > 0))
             wout |= EPOLLIN;
-        if (buf_len(&c->up) || c->pu_fill)
+        if ((buf_len(&c->up) && (!c->walked || c->up_ok)) || c->pu_fill)
             wout |= EPOLLOUT;
         break;
     }
-    if (buf_len(&c->down) || c->pd_fill)
+    if ((buf_len(&c->down) && (!c->wait_upgrade || c->down_ok)) || c->pd_fill)
         win |= EPOLLOUT;
     side_update(e, &c->in, win);
     side_update(e, &c->out, wout);
@@ -337,7 +340,11 @@ bool check_first_bytes(struct fb_egress *e, struct conn *c)
             conn_end(e, c, "deny", true, "HTTP Host %s does not match %s", s.name, c->name);
             return false;
         }
-        break;
+        /* From here on every request of the connection is followed and
+         * checked, this first one included (relay.c walk_up). */
+        c->walked = true;
+        c->checked = true;
+        return walk_up(e, c);
     case SNIFF_BAD:
         conn_end(e, c, "deny", true, "%s", s.why);
         return false;
@@ -373,7 +380,7 @@ static void side_event(struct fb_egress *e, struct side *s, uint32_t rev)
     }
     if (is_in) {
         if (rev & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-            if (!read_in(e, c))
+            if (!read_in(e, c) || (c->walked && !walk_up(e, c)))
                 return;
             switch (c->ph) {
             case PH_PROXYREQ:
@@ -419,7 +426,7 @@ static void side_event(struct fb_egress *e, struct side *s, uint32_t rev)
             relay_progress(e, c);
             return;
         }
-        if ((rev & EPOLLOUT) && !flush(e, c, &c->in, &c->down, NULL))
+        if ((rev & EPOLLOUT) && !flush(e, c, &c->in, &c->down, NULL, down_gate(c)))
             return;
         conn_update(e, c);
         return;

@@ -160,7 +160,7 @@ void dns_tcp_event(struct fb_egress *e, struct conn *c, uint32_t rev)
         }
     }
     buf_compact(&c->up);
-    if (!flush(e, c, &c->in, &c->down, NULL))
+    if (!flush(e, c, &c->in, &c->down, NULL, NULL))
         return;
     if (c->in_eof && !buf_len(&c->down)) {
         conn_end(e, c, "allow", false, "closed");

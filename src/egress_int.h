@@ -20,6 +20,7 @@
 #include "hostres.h"
 #include "nametab.h"
 #include "net.h"
+#include "sniff.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -101,6 +102,17 @@ struct conn {
     size_t naddr, iaddr;
     uint64_t try_ns;     /* when the connect to addr[iaddr] started */
     int connect_errno;
+    /* Plain HTTP: every request the client sends is followed (sniff.h
+     * http_walk) and its Host checked; only bytes walked past (up_ok) may
+     * go upstream, and up is read through the buffer, never spliced. */
+    bool walked;
+    struct http_walk walk;
+    size_t up_ok;
+    /* An upgrade request is out: the client is not read until the server's
+     * answer (101 or not) has been read through down; down_ok of it may
+     * go to the client. */
+    bool wait_upgrade;
+    size_t down_ok;
 };
 
 struct fb_egress {
@@ -191,8 +203,18 @@ bool looks_like_ip(const char *name);
  * down or its pipe). Return false if the connection ended. */
 bool read_in(struct fb_egress *e, struct conn *c);
 bool read_out(struct fb_egress *e, struct conn *c);
-/* Send what b holds to side s (count: add to this byte counter). */
-bool flush(struct fb_egress *e, struct conn *c, struct side *s, struct buf *b, int64_t *count);
+/* Send what b holds to side s (count: add to this byte counter; ok: at
+ * most this many, decreased by what was sent; NULL: all). */
+bool flush(struct fb_egress *e, struct conn *c, struct side *s, struct buf *b, int64_t *count,
+           size_t *ok);
+/* The gates on each direction for flush(). */
+static inline size_t *up_gate(struct conn *c) { return c->walked ? &c->up_ok : NULL; }
+static inline size_t *down_gate(struct conn *c) { return c->wait_upgrade ? &c->down_ok : NULL; }
+/* Plain HTTP: walk the requests the client sent past up_ok, checking each
+ * one's Host; the server's answer to an upgrade request. Return false if
+ * the connection was ended. */
+bool walk_up(struct fb_egress *e, struct conn *c);
+bool answer_upgrade(struct fb_egress *e, struct conn *c);
 void start_relay(struct fb_egress *e, struct conn *c);
 /* Move what can move, pass on half-closes, end when both are done. */
 void relay_progress(struct fb_egress *e, struct conn *c);

@@ -19,9 +19,9 @@ static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in);
 /* Read from the sandbox's end into up. Returns false if the connection ended. */
 bool read_in(struct fb_egress *e, struct conn *c)
 {
-    if (c->pu[0] >= 0)
+    if (c->pu[0] >= 0 && !c->walked)
         return splice_in(e, c, true);
-    if (c->in_eof || buf_room(&c->up) == 0)
+    if (c->in_eof || buf_room(&c->up) == 0 || c->wait_upgrade)
         return true;
     buf_compact(&c->up);
     ssize_t n = recv(c->in.fd, c->up.d + c->up.tail, BUF_SIZE - c->up.tail, MSG_DONTWAIT);
@@ -38,13 +38,20 @@ bool read_in(struct fb_egress *e, struct conn *c)
     return true;
 }
 
-bool flush(struct fb_egress *e, struct conn *c, struct side *s, struct buf *b,
-                  int64_t *count)
+bool flush(struct fb_egress *e, struct conn *c, struct side *s, struct buf *b, int64_t *count,
+           size_t *ok)
 {
-    while (buf_len(b)) {
-        ssize_t n = send(s->fd, b->d + b->head, buf_len(b), MSG_DONTWAIT | MSG_NOSIGNAL);
+    for (;;) {
+        size_t want = buf_len(b);
+        if (ok && *ok < want)
+            want = *ok;
+        if (!want)
+            break;
+        ssize_t n = send(s->fd, b->d + b->head, want, MSG_DONTWAIT | MSG_NOSIGNAL);
         if (n > 0) {
             b->head += (size_t)n;
+            if (ok)
+                *ok -= (size_t)n;
             if (count) {
                 *count += n;
                 if (s == &c->out)
@@ -61,6 +68,75 @@ bool flush(struct fb_egress *e, struct conn *c, struct side *s, struct buf *b,
     }
     buf_compact(b);
     return true;
+}
+
+bool walk_up(struct fb_egress *e, struct conn *c)
+{
+    while (c->walked && !c->wait_upgrade) {
+        size_t have = buf_len(&c->up) - c->up_ok, used = 0;
+        if (!have && c->walk.st != HW_UPGRADE)
+            break; /* (an upgrade request that just ended: wait at once) */
+        struct sniff req;
+        enum http_walk_result r =
+            http_walk(&c->walk, c->up.d + c->up.head + c->up_ok, have, &used, &req);
+        c->up_ok += used;
+        unsigned nreq = c->walk.requests;
+        if (r == HW_REQUEST) {
+            if (!strcmp(req.method, "CONNECT")) {
+                conn_end(e, c, "deny", true, "CONNECT request sent to %s itself (request %u)",
+                         c->name, nreq);
+                return false;
+            }
+            if (strcmp(req.name, c->name)) {
+                conn_end(e, c, "deny", true, "HTTP Host %s does not match %s (request %u)",
+                         req.name, c->name, nreq);
+                return false;
+            }
+        } else if (r == HW_ERROR) {
+            conn_end(e, c, "deny", true, "%s (after request %u)", req.why, nreq);
+            return false;
+        } else if (r == HW_WAIT) {
+            c->wait_upgrade = true;
+            c->down_ok = buf_len(&c->down); /* what is there is not the answer (the proxy's 200) */
+        } else if (used < have) {
+            /* A request head or chunk line not complete yet. */
+            if (buf_room(&c->up) == 0 && c->up_ok == 0) {
+                conn_end(e, c, "deny", true, "request head larger than %d KiB", BUF_SIZE / 1024);
+                return false;
+            }
+            if (c->in_eof) {
+                conn_end(e, c, "deny", true, "client closed in the middle of request %u",
+                         nreq + (c->walk.st == HW_HEAD));
+                return false;
+            }
+            break;
+        }
+    }
+    return true;
+}
+
+bool answer_upgrade(struct fb_egress *e, struct conn *c)
+{
+    while (c->wait_upgrade) {
+        size_t have = buf_len(&c->down) - c->down_ok;
+        struct sniff r;
+        int status = 0;
+        sniff_response(c->down.d + c->down.head + c->down_ok, have, &r, &status);
+        if (r.kind == SNIFF_MORE && !c->out_eof && (buf_room(&c->down) || c->down_ok))
+            return true;
+        bool switched = false;
+        if (r.kind == SNIFF_HTTP) {
+            c->down_ok += r.head_len;
+            if (status >= 100 && status < 200 && status != 101)
+                continue; /* an interim answer; the real one follows */
+            switched = status == 101;
+        }
+        /* Answered (or the server does not speak HTTP, or stopped): the
+         * client's requests go on being checked unless it switched. */
+        http_walk_answer(&c->walk, switched);
+        c->wait_upgrade = false;
+    }
+    return walk_up(e, c);
 }
 
 /* splice() into a socket cannot say MSG_NOSIGNAL: a peer that is gone
@@ -139,7 +215,8 @@ static bool splice_out(struct fb_egress *e, struct conn *c, bool to_out)
 
 void relay_progress(struct fb_egress *e, struct conn *c)
 {
-    if (!flush(e, c, &c->out, &c->up, &c->bytes_out) || !flush(e, c, &c->in, &c->down, NULL))
+    if (!flush(e, c, &c->out, &c->up, &c->bytes_out, up_gate(c)) ||
+        !flush(e, c, &c->in, &c->down, NULL, down_gate(c)))
         return;
     if (c->pu[0] >= 0) {
         if ((!buf_len(&c->up) && !splice_out(e, c, true)) ||
@@ -184,7 +261,7 @@ void start_relay(struct fb_egress *e, struct conn *c)
 
 bool read_out(struct fb_egress *e, struct conn *c)
 {
-    if (c->pd[0] >= 0)
+    if (c->pd[0] >= 0 && !(c->wait_upgrade && !c->pd_fill))
         return splice_in(e, c, false);
     if (c->out_eof || buf_room(&c->down) == 0)
         return true;
@@ -201,6 +278,6 @@ bool read_out(struct fb_egress *e, struct conn *c)
         conn_end(e, c, "allow", true, "upstream side: %s", strerror(errno));
         return false;
     }
-    return true;
+    return answer_upgrade(e, c);
 }
 

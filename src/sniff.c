@@ -7,6 +7,7 @@
 
 #define TLS_HS_MAX 65536     /* largest ClientHello we reassemble */
 #define HTTP_LINE_MAX 8192   /* request line */
+#define CHUNK_LINE_MAX 4096  /* a chunk-size line or a trailer line */
 
 static unsigned get16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
 static unsigned get24(const uint8_t *p) { return (unsigned)p[0] << 16 | (unsigned)p[1] << 8 | p[2]; }
@@ -231,6 +232,7 @@ static long request_line(const uint8_t *buf, size_t len, struct sniff *o, const 
             o->kind = SNIFF_OTHER;
         return -1;
     }
+    o->minor = memcmp(buf + ll - vl, v10, vl) ? 1 : 0;
     *target = buf + m + 1;
     *tlen = ll - vl - m - 1;
     for (size_t i = 0; i < *tlen; i++)
@@ -241,12 +243,42 @@ static long request_line(const uint8_t *buf, size_t len, struct sniff *o, const 
     return (long)(lf - buf) + 1;
 }
 
-/* Walk the header lines from off; finds Host. Returns the head length, 0 =
- * need more, -1 = bad (o set). */
-static long header_block(const uint8_t *buf, size_t len, size_t off, struct sniff *o,
-                         const uint8_t **host, size_t *hostlen, int *nhost)
+/* What the header lines say, besides being well-formed. */
+struct headers {
+    const uint8_t *host;
+    size_t hostlen;
+    int nhost, nclen, nte;
+    int64_t clen;     /* -1: no valid Content-Length */
+    bool te_chunked;  /* the one Transfer-Encoding is exactly "chunked" */
+    bool upgrade, upgrade_h2c;
+};
+
+/* Does the comma-separated list v (length n) name token tok? */
+static bool has_token(const uint8_t *v, size_t n, const char *tok)
 {
-    *nhost = 0;
+    size_t tl = strlen(tok);
+    for (size_t i = 0; i < n;) {
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t j = i;
+        while (j < n && v[j] != ',' && v[j] != ' ' && v[j] != '\t' && v[j] != '/')
+            j++;
+        if (j - i == tl && !strncasecmp((const char *)v + i, tok, tl))
+            return true;
+        while (j < n && v[j] != ',')
+            j++;
+        i = j;
+    }
+    return false;
+}
+
+/* Walk the header lines from off. Returns the head length, 0 = need more,
+ * -1 = bad (o set). */
+static long header_block(const uint8_t *buf, size_t len, size_t off, struct sniff *o,
+                         struct headers *h)
+{
+    memset(h, 0, sizeof *h);
+    h->clen = -1;
     for (;;) {
         const uint8_t *lf = memchr(buf + off, '\n', len - off);
         if (!lf)
@@ -278,18 +310,68 @@ static long header_block(const uint8_t *buf, size_t len, size_t off, struct snif
                 bad(o, "space or control byte in a header name");
                 return -1;
             }
+        const uint8_t *v = colon + 1, *e = l + ll;
+        while (v < e && (*v == ' ' || *v == '\t'))
+            v++;
+        while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
+            e--;
+        size_t vl = (size_t)(e - v);
         if (nl == 4 && !strncasecmp((const char *)l, "host", 4)) {
-            const uint8_t *v = colon + 1, *e = l + ll;
-            while (v < e && (*v == ' ' || *v == '\t'))
-                v++;
-            while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
-                e--;
-            *host = v;
-            *hostlen = (size_t)(e - v);
-            (*nhost)++;
+            h->host = v;
+            h->hostlen = vl;
+            h->nhost++;
+        } else if (nl == 14 && !strncasecmp((const char *)l, "content-length", 14)) {
+            h->nclen++;
+            int64_t n = 0;
+            for (size_t i = 0; i < vl; i++) {
+                if (v[i] < '0' || v[i] > '9' || i >= 18) {
+                    n = -1;
+                    break;
+                }
+                n = n * 10 + (v[i] - '0');
+            }
+            h->clen = vl ? n : -1;
+        } else if (nl == 17 && !strncasecmp((const char *)l, "transfer-encoding", 17)) {
+            h->nte++;
+            h->te_chunked = vl == 7 && !strncasecmp((const char *)v, "chunked", 7);
+        } else if (nl == 7 && !strncasecmp((const char *)l, "upgrade", 7)) {
+            h->upgrade = true;
+            h->upgrade_h2c |= has_token(v, vl, "h2c");
         }
         off = next;
     }
+}
+
+/* The request target must name the same host as Host: origin-form (a
+ * path), "*" for OPTIONS, or absolute-form with any scheme, whose authority
+ * is compared. Anything else (authority-form outside CONNECT, a scheme
+ * without "//", user info) is refused: a server may route by it. Returns
+ * NULL or why not. */
+static const char *check_target(const uint8_t *t, size_t tlen, const char *method, const char *host)
+{
+    if (tlen && t[0] == '/')
+        return NULL;
+    if (tlen == 1 && t[0] == '*')
+        return strcmp(method, "OPTIONS") ? "request target * is only for OPTIONS" : NULL;
+    size_t i = 0;
+    while (i < tlen && ((t[i] >= 'a' && t[i] <= 'z') || (t[i] >= 'A' && t[i] <= 'Z') ||
+                        (i && ((t[i] >= '0' && t[i] <= '9') || t[i] == '+' || t[i] == '-' ||
+                               t[i] == '.'))))
+        i++;
+    if (i == 0 || tlen - i < 3 || memcmp(t + i, "://", 3))
+        return "request target is neither a path nor an absolute URL";
+    const uint8_t *a = t + i + 3;
+    size_t al = 0, rest = tlen - i - 3;
+    while (al < rest && a[al] != '/' && a[al] != '?' && a[al] != '#')
+        al++;
+    if (memchr(a, '@', al))
+        return "user name in the request target";
+    char name[SNIFF_NAME_MAX];
+    if (!host_port((const char *)a, al, name, NULL, false))
+        return "request target is not a host name";
+    if (strcmp(name, host))
+        return "request target and Host header name different hosts";
+    return NULL;
 }
 
 static void sniff_http(const uint8_t *buf, size_t len, struct sniff *o)
@@ -302,45 +384,45 @@ static void sniff_http(const uint8_t *buf, size_t len, struct sniff *o)
             o->kind = SNIFF_MORE;
         return;
     }
-    const uint8_t *host = NULL;
-    size_t hostlen = 0;
-    int nhost = 0;
-    long hl = header_block(buf, len, (size_t)rl, o, &host, &hostlen, &nhost);
+    struct headers h;
+    long hl = header_block(buf, len, (size_t)rl, o, &h);
     if (hl <= 0) {
         if (hl == 0)
             o->kind = SNIFF_MORE;
         return;
     }
     o->head_len = (size_t)hl;
-    if (nhost == 0)
+    if (h.nhost == 0)
         return bad(o, "no Host header");
-    if (nhost > 1)
+    if (h.nhost > 1)
         return bad(o, "more than one Host header");
-    char h[SNIFF_NAME_MAX];
-    if (!host_port((const char *)host, hostlen, h, NULL, false))
+    char name[SNIFF_NAME_MAX];
+    if (!host_port((const char *)h.host, h.hostlen, name, NULL, false))
         return bad(o, "Host is not a host name");
-    /* An absolute-form target names the host again; it must agree. */
-    static const char http[] = "http://", https[] = "https://";
-    size_t skip = 0;
-    if (tlen > 7 && !strncasecmp((const char *)target, http, 7))
-        skip = 7;
-    else if (tlen > 8 && !strncasecmp((const char *)target, https, 8))
-        skip = 8;
-    if (skip) {
-        const uint8_t *a = target + skip;
-        size_t al = 0;
-        while (skip + al < tlen && a[al] != '/' && a[al] != '?' && a[al] != '#')
-            al++;
-        if (memchr(a, '@', al))
-            return bad(o, "user name in the request target");
-        char t[SNIFF_NAME_MAX];
-        if (!host_port((const char *)a, al, t, NULL, false))
-            return bad(o, "request target is not a host name");
-        if (strcmp(t, h))
-            return bad(o, "request target and Host header name different hosts");
-    }
+    const char *why = check_target(target, tlen, o->method, name);
+    if (why)
+        return bad(o, why);
+    /* Where this request ends (RFC 9112 6.3): anything a server could read
+     * differently is refused. */
+    if (h.nclen > 1)
+        return bad(o, "more than one Content-Length");
+    if (h.nclen && h.clen < 0)
+        return bad(o, "Content-Length is not a number");
+    if (h.nte > 1)
+        return bad(o, "more than one Transfer-Encoding");
+    if (h.nte && h.nclen)
+        return bad(o, "both Content-Length and Transfer-Encoding");
+    if (h.nte && !h.te_chunked)
+        return bad(o, "Transfer-Encoding other than chunked");
+    if (h.nte && o->minor == 0)
+        return bad(o, "Transfer-Encoding in an HTTP/1.0 request");
+    if (h.upgrade_h2c)
+        return bad(o, "HTTP/2 upgrade (h2c) is not supported");
     o->kind = SNIFF_HTTP;
-    snprintf(o->name, sizeof o->name, "%s", h);
+    o->content_length = h.nclen ? h.clen : 0;
+    o->chunked = h.nte > 0;
+    o->upgrade = h.upgrade;
+    snprintf(o->name, sizeof o->name, "%s", name);
 }
 
 void sniff_classify(const uint8_t *buf, size_t len, struct sniff *o)
@@ -375,17 +457,233 @@ void sniff_connect(const uint8_t *buf, size_t len, struct sniff *o, uint16_t *po
     }
     if (strcmp(o->method, "CONNECT"))
         return bad(o, "only CONNECT is supported by this proxy");
-    const uint8_t *host = NULL;
-    size_t hostlen = 0;
-    int nhost = 0;
-    long hl = header_block(buf, len, (size_t)rl, o, &host, &hostlen, &nhost);
+    struct headers h;
+    long hl = header_block(buf, len, (size_t)rl, o, &h);
     if (hl <= 0) {
         if (hl == 0)
             o->kind = SNIFF_MORE;
         return;
     }
     o->head_len = (size_t)hl;
+    if (h.nclen || h.nte)
+        return bad(o, "CONNECT request with a body");
     if (!host_port((const char *)target, tlen, o->name, port, true))
         return bad(o, "CONNECT target is not host:port");
+    o->kind = SNIFF_HTTP;
+}
+
+/* ---- every request of a connection ---- */
+
+static void request_done(struct http_walk *w)
+{
+    w->st = w->upgrade ? HW_UPGRADE : HW_HEAD;
+}
+
+static enum http_walk_result walk_fail(struct sniff *req, const char *why)
+{
+    req->kind = SNIFF_BAD;
+    req->why = why;
+    return HW_ERROR;
+}
+
+/* A chunk-size line at p (n bytes available): 0 = need more, -1 = bad,
+ * else its length through CRLF; *size set. */
+static long chunk_line(const uint8_t *p, size_t n, uint64_t *size)
+{
+    const uint8_t *lf = memchr(p, '\n', n < CHUNK_LINE_MAX ? n : CHUNK_LINE_MAX);
+    if (!lf)
+        return n >= CHUNK_LINE_MAX ? -1 : 0;
+    size_t ll = (size_t)(lf - p);
+    if (ll == 0 || p[ll - 1] != '\r')
+        return -1;
+    ll--;
+    size_t i = 0;
+    uint64_t v = 0;
+    for (; i < ll; i++) {
+        uint8_t c = p[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+              : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        if (d < 0)
+            break;
+        if (i >= 15)
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    if (i == 0)
+        return -1;
+    /* chunk extensions: BWS ";" ..., no control bytes */
+    size_t j = i;
+    while (j < ll && (p[j] == ' ' || p[j] == '\t'))
+        j++;
+    if (j < ll && p[j] != ';')
+        return -1;
+    for (; j < ll; j++)
+        if ((p[j] < ' ' && p[j] != '\t') || p[j] == 0x7f)
+            return -1;
+    *size = v;
+    return (long)(lf - p) + 1;
+}
+
+/* A trailer line: 0 = need more, -1 = bad, else its length; *empty when
+ * it is the blank line that ends the message. */
+static long trailer_line(const uint8_t *p, size_t n, bool *empty)
+{
+    const uint8_t *lf = memchr(p, '\n', n < CHUNK_LINE_MAX ? n : CHUNK_LINE_MAX);
+    if (!lf)
+        return n >= CHUNK_LINE_MAX ? -1 : 0;
+    size_t ll = (size_t)(lf - p);
+    if (ll == 0 || p[ll - 1] != '\r')
+        return -1;
+    ll--;
+    *empty = ll == 0;
+    if (!ll)
+        return 2;
+    if (p[0] == ' ' || p[0] == '\t')
+        return -1;
+    const uint8_t *colon = memchr(p, ':', ll);
+    if (!colon || colon == p)
+        return -1;
+    for (const uint8_t *c = p; c < colon; c++)
+        if (*c <= ' ' || *c >= 0x7f)
+            return -1;
+    for (size_t i = 0; i < ll; i++)
+        if (p[i] == 0 || p[i] == '\r')
+            return -1;
+    return (long)ll + 2;
+}
+
+enum http_walk_result http_walk(struct http_walk *w, const uint8_t *buf, size_t len, size_t *used,
+                                struct sniff *req)
+{
+    size_t off = 0;
+    for (;;) {
+        *used = off;
+        size_t n = len - off;
+        const uint8_t *p = buf + off;
+        switch (w->st) {
+        case HW_HEAD: {
+            if (!n)
+                return HW_MORE;
+            sniff_classify(p, n, req);
+            if (req->kind == SNIFF_MORE)
+                return HW_MORE;
+            if (req->kind == SNIFF_BAD)
+                return HW_ERROR;
+            if (req->kind != SNIFF_HTTP)
+                return walk_fail(req, w->requests ? "bytes after a request are not an HTTP/1.x request"
+                                                  : "not an HTTP/1.x request");
+            if (req->upgrade && w->requests)
+                return walk_fail(req, "Upgrade on a later request of a connection");
+            w->requests++;
+            w->upgrade = req->upgrade;
+            *used = off + req->head_len;
+            if (req->chunked)
+                w->st = HW_CHUNK_SIZE;
+            else if (req->content_length > 0) {
+                w->st = HW_BODY;
+                w->left = (uint64_t)req->content_length;
+            } else
+                request_done(w);
+            return HW_REQUEST;
+        }
+        case HW_BODY:
+        case HW_CHUNK_DATA: {
+            size_t k = n < w->left ? n : (size_t)w->left;
+            off += k;
+            w->left -= k;
+            if (w->left) {
+                *used = off;
+                return HW_MORE;
+            }
+            if (w->st == HW_BODY)
+                request_done(w);
+            else
+                w->st = HW_CHUNK_END;
+            break;
+        }
+        case HW_CHUNK_SIZE: {
+            uint64_t size = 0;
+            long l = chunk_line(p, n, &size);
+            if (l == 0)
+                return HW_MORE;
+            if (l < 0)
+                return walk_fail(req, "malformed chunk size line");
+            off += (size_t)l;
+            if (size) {
+                w->st = HW_CHUNK_DATA;
+                w->left = size;
+            } else
+                w->st = HW_TRAILER;
+            break;
+        }
+        case HW_CHUNK_END:
+            if (n < 2)
+                return HW_MORE;
+            if (p[0] != '\r' || p[1] != '\n')
+                return walk_fail(req, "chunk not followed by CRLF");
+            off += 2;
+            w->st = HW_CHUNK_SIZE;
+            break;
+        case HW_TRAILER: {
+            bool empty = false;
+            long l = trailer_line(p, n, &empty);
+            if (l == 0)
+                return HW_MORE;
+            if (l < 0)
+                return walk_fail(req, "malformed trailer line");
+            off += (size_t)l;
+            if (empty)
+                request_done(w);
+            break;
+        }
+        case HW_UPGRADE:
+            return HW_WAIT;
+        case HW_TUNNEL:
+            *used = len;
+            return HW_MORE;
+        }
+    }
+}
+
+void http_walk_answer(struct http_walk *w, bool switched)
+{
+    if (w->st != HW_UPGRADE)
+        return;
+    w->upgrade = false;
+    w->st = switched ? HW_TUNNEL : HW_HEAD;
+}
+
+void sniff_response(const uint8_t *buf, size_t len, struct sniff *o, int *status)
+{
+    memset(o, 0, sizeof *o);
+    *status = 0;
+    static const char v[] = "HTTP/1.";
+    size_t need = sizeof v - 1 + 5; /* "HTTP/1.x 200" */
+    if (len < need) {
+        o->kind = memcmp(buf, v, len < sizeof v - 1 ? len : sizeof v - 1) ? SNIFF_OTHER : SNIFF_MORE;
+        if (o->kind == SNIFF_OTHER)
+            bad(o, "not an HTTP/1.x response");
+        return;
+    }
+    if (memcmp(buf, v, sizeof v - 1) || (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ' ||
+        buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' ||
+        buf[11] > '9')
+        return bad(o, "not an HTTP/1.x response");
+    *status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+    const uint8_t *lf = memchr(buf, '\n', len < HTTP_LINE_MAX ? len : HTTP_LINE_MAX);
+    if (!lf) {
+        if (len >= HTTP_LINE_MAX)
+            return bad(o, "status line too long");
+        o->kind = SNIFF_MORE;
+        return;
+    }
+    struct headers h;
+    long hl = header_block(buf, len, (size_t)(lf - buf) + 1, o, &h);
+    if (hl <= 0) {
+        if (hl == 0)
+            o->kind = SNIFF_MORE;
+        return;
+    }
+    o->head_len = (size_t)hl;
     o->kind = SNIFF_HTTP;
 }

@@ -31,6 +31,14 @@ struct sniff {
     const char *why;           /* SNIFF_BAD: what is wrong */
     bool ech;                  /* TLS: has an encrypted_client_hello extension */
     size_t head_len;           /* HTTP: bytes up to and including the blank line */
+    /* HTTP requests: how the request goes on after its head. A request
+     * whose end a server could see elsewhere (two Content-Lengths, both
+     * Content-Length and Transfer-Encoding, another coding than chunked)
+     * is SNIFF_BAD. */
+    uint8_t minor;             /* HTTP/1.minor */
+    int64_t content_length;    /* body bytes (0 without the header) */
+    bool chunked;              /* Transfer-Encoding: chunked */
+    bool upgrade;              /* has an Upgrade header (h2c is SNIFF_BAD) */
 };
 
 /* Classify the first len bytes a client sent. */
@@ -40,6 +48,37 @@ void sniff_classify(const uint8_t *buf, size_t len, struct sniff *out);
  * Returns SNIFF_MORE, SNIFF_BAD (why set; method holds a non-CONNECT method)
  * or SNIFF_HTTP with name = host (lower-case), *port and head_len set. */
 void sniff_connect(const uint8_t *buf, size_t len, struct sniff *out, uint16_t *port);
+
+/* Following every request of a plain-HTTP client stream, so that each
+ * one's Host is checked, not only the first's: request heads (as
+ * sniff_classify), bodies by Content-Length or the chunked coding, and an
+ * Upgrade on the first request (after the server's 101 the stream is no
+ * longer HTTP; if the server declines, requests go on). Zero-initialise. */
+enum http_walk_state {
+    HW_HEAD, HW_BODY, HW_CHUNK_SIZE, HW_CHUNK_DATA, HW_CHUNK_END, HW_TRAILER, HW_UPGRADE, HW_TUNNEL
+};
+struct http_walk {
+    enum http_walk_state st;
+    uint64_t left;     /* HW_BODY, HW_CHUNK_DATA: bytes still to pass */
+    unsigned requests; /* request heads seen */
+    bool upgrade;      /* the current request asks for an upgrade */
+};
+enum http_walk_result {
+    HW_MORE,    /* the first *used bytes may pass; more are needed to go on */
+    HW_REQUEST, /* a request head ends at *used; req holds it: check it,
+                   then call again with the bytes after it */
+    HW_WAIT,    /* an upgrade request ends at *used: nothing more passes
+                   until http_walk_answer() */
+    HW_ERROR,   /* not a well-formed request stream: req->why */
+};
+enum http_walk_result http_walk(struct http_walk *w, const uint8_t *buf, size_t len, size_t *used,
+                                struct sniff *req);
+/* The server answered the upgrade request: with 101 (switched) or not. */
+void http_walk_answer(struct http_walk *w, bool switched);
+
+/* An HTTP/1.x response head: SNIFF_MORE, SNIFF_BAD, or SNIFF_HTTP with
+ * *status and head_len set. */
+void sniff_response(const uint8_t *buf, size_t len, struct sniff *out, int *status);
 
 /* Lower-case a host name in place and drop one trailing dot; false if it is
  * empty or has bytes that cannot be in a host name. */

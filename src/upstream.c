@@ -200,6 +200,8 @@ static void connected(struct fb_egress *e, struct conn *c)
     if (c->proxy) {
         static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
         buf_put(&c->down, ok, sizeof ok - 1);
+        if (c->wait_upgrade)
+            c->down_ok += sizeof ok - 1; /* ours, not the answer to the upgrade */
     }
     if (c->checked)
         start_relay(e, c);

@@ -35,3 +35,15 @@ fuzz-proto: build/fuzz-proto
 	@mkdir -p build/fuzz-corpus-proto
 	build/fuzz-proto -max_total_time=$(FUZZ_TIME) -timeout=20 -dict=tests/fuzz/proto.dict \
 	    -artifact_prefix=build/fuzz-crash-proto- build/fuzz-corpus-proto tests/fuzz/corpus-proto
+
+# The parsers of what a sandbox sends the supervisor: TLS/HTTP first bytes,
+# every request of a plain-HTTP connection, DNS (tests/fuzz/net_fuzz.c;
+# tests/suites/fuzz-net.sh runs it briefly in make check).
+build/fuzz-net: tests/fuzz/net_fuzz.c src/sniff.c src/sniff.h src/dns.c src/dns.h src/fb.h
+	@mkdir -p build
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/net_fuzz.c src/sniff.c src/dns.c
+
+fuzz-net: build/fuzz-net
+	@mkdir -p build/fuzz-corpus-net
+	build/fuzz-net -max_total_time=$(FUZZ_TIME) -timeout=20 -dict=tests/fuzz/net.dict \
+	    -artifact_prefix=build/fuzz-crash-net- build/fuzz-corpus-net tests/fuzz/corpus-net

@@ -133,6 +133,75 @@ def cmd_raw(host, port, payload):
         return 1
 
 
+def cmd_rawall(host, port, payload):
+    """Send payload (Python escapes allowed) to host:port, read until the
+    connection ends; print every "hello ..." line of the answers and how it
+    ended (closed, reset)."""
+    s = socket.create_connection((host, int(port)), timeout=T)
+    s.sendall(payload.encode().decode("unicode_escape").encode("latin-1"))
+    data, end = b"", "closed"
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+    except ConnectionResetError:
+        end = "reset"
+    except socket.timeout:
+        end = "timeout"
+    for line in data.split(b"\n"):
+        if line.startswith(b"hello "):
+            print(line.decode(errors="replace").strip())
+    print("end:", end)
+    return 0
+
+
+def cmd_ws(host, port, path, then=""):
+    """An upgrade request to path; after a 101, send bytes and expect them
+    back. then (escapes allowed): bytes to send instead of the echo test
+    when the answer is not 101. Prints what happened."""
+    s = socket.create_connection((host, int(port)), timeout=T)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\n"
+               "Connection: Upgrade\r\n\r\n" % (path, host)).encode())
+    head = b""
+    try:
+        while b"\r\n\r\n" not in head:
+            b = s.recv(1)
+            if not b:
+                break
+            head += b
+    except ConnectionResetError:
+        print("reset before the answer")
+        return 1
+    status = head.split(b" ")[1].decode() if head.count(b" ") else "?"
+    if status == "101":
+        msg = bytes(range(256)) * 4 + b"GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+        s.sendall(msg)
+        got = b""
+        while len(got) < len(msg):
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        print("101, echo", "intact" if got == msg else "broken")
+        return 0
+    print("answer", status)
+    if then:
+        s.sendall(then.encode().decode("unicode_escape").encode("latin-1"))
+        rest = b""
+        try:
+            while b"hello other" not in rest:
+                b = s.recv(65536)
+                if not b:
+                    break
+                rest += b
+            print("then: closed" if b"hello other" not in rest else "then: passed")
+        except ConnectionResetError:
+            print("then: reset")
+    return 0
+
+
 def cmd_connect(host, port, hostname=None):
     """A bare TCP connect + one HTTP request: prints connected/refused."""
     try:

@@ -73,6 +73,32 @@ static void http_cases(void)
     http_case("SSH-2.0-OpenSSH_9.2\r\n", SNIFF_OTHER, NULL);
     http_case("\x01\x02\x03", SNIFF_OTHER, NULL);
     http_case("ping\r\n", SNIFF_OTHER, NULL);
+    /* Absolute-form targets of any scheme name the host too. */
+    http_case("GET ws://evil.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET ftp://evil.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET WSS://Evil.Test:443/x?y HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET ws://api.test/chat HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_HTTP, "api.test");
+    http_case("GET x-y.z+a://API.test:8080 HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_HTTP, "api.test");
+    http_case("GET evil.test:80 HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET mailto:x@evil.test HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET http:evil.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET ws://u@evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET 1ws://api.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET ws://[::1]/ HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("OPTIONS * HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_HTTP, "api.test");
+    http_case("GET * HTTP/1.1\r\nHost: api.test\r\n\r\n", SNIFF_BAD, NULL);
+    /* Where a request ends must be unambiguous. */
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 5, 5\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: -1\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 99999999999999999999\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.0\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: Chunked \r\n\r\n", SNIFF_HTTP, "a.test");
+    http_case("GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: h2c\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n", SNIFF_BAD, NULL);
+    http_case("GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket, H2C\r\n\r\n", SNIFF_BAD, NULL);
 
     struct sniff s;
     uint16_t port;
@@ -90,6 +116,159 @@ static void http_cases(void)
     const char *c4 = "CONNECT [::1]:443 HTTP/1.1\r\n\r\n";
     sniff_connect((const uint8_t *)c4, strlen(c4), &s, &port);
     check(s.kind == SNIFF_BAD, "CONNECT to an IPv6 literal refused");
+}
+
+/* ---- every request of a connection ---- */
+
+/* Feed stream to a walker in pieces of at most step bytes (0: whole), as
+ * the relay does (what was used is dropped, the rest kept); writes what it
+ * saw into log: "R<host>" per request, "W" at an upgrade wait (answered
+ * with answer: 0 no, 1 yes), "E<why>" at an error. Returns the bytes passed. */
+static size_t walk_feed(const char *stream, size_t len, size_t step, int answer, char *log,
+                        size_t cap)
+{
+    struct http_walk w;
+    memset(&w, 0, sizeof w);
+    size_t have = 0, pos = 0, passed = 0, o = 0;
+    log[0] = 0;
+    for (;;) {
+        size_t avail = step ? (have + step < len ? have + step : len) : len;
+        bool more = avail > have;
+        have = avail;
+        for (;;) {
+            size_t used = 0;
+            struct sniff req;
+            enum http_walk_result r = http_walk(&w, (const uint8_t *)stream + pos, have - pos, &used, &req);
+            pos += used;
+            passed += used;
+            if (r == HW_REQUEST) {
+                o += (size_t)snprintf(log + o, o < cap ? cap - o : 0, "R%s ", req.name);
+                continue;
+            }
+            if (r == HW_ERROR) {
+                o += (size_t)snprintf(log + o, o < cap ? cap - o : 0, "E%s", req.why);
+                return passed;
+            }
+            if (r == HW_WAIT) {
+                o += (size_t)snprintf(log + o, o < cap ? cap - o : 0, "W ");
+                if (answer < 0)
+                    return passed;
+                http_walk_answer(&w, answer == 1);
+                continue;
+            }
+            break;
+        }
+        if (!more && have == len)
+            return passed;
+    }
+}
+
+static void walk_case(const char *what, const char *stream, int answer, const char *want)
+{
+    char whole[512], split[512];
+    size_t len = strlen(stream);
+    size_t p1 = walk_feed(stream, len, 0, answer, whole, sizeof whole);
+    bool same = true;
+    for (size_t step = 1; step < 9 && same; step++) {
+        size_t p2 = walk_feed(stream, len, step, answer, split, sizeof split);
+        same = !strcmp(whole, split) && p1 == p2;
+    }
+    check(!strncmp(whole, want, strlen(want)) && same,
+          "walk: %s -> \"%s\" (got \"%s\"%s)", what, want, whole,
+          same ? "" : "; differs when fed in pieces");
+}
+
+static void walk_cases(void)
+{
+    walk_case("two requests, the second for another host",
+              "GET / HTTP/1.1\r\nHost: api.test\r\n\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+              0, "Rapi.test Revil.test ");
+    walk_case("a request hidden in a Content-Length body is body",
+              "POST / HTTP/1.1\r\nHost: api.test\r\nContent-Length: 35\r\n\r\n"
+              "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n"
+              "GET /n HTTP/1.1\r\nHost: api.test\r\n\r\n",
+              0, "Rapi.test Rapi.test ");
+    walk_case("a request after a chunked body is checked",
+              "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "23;ext=1\r\nGET / HTTP/1.1\r\nHost: evil.test\r\n\r\n\r\n"
+              "0\r\nX-Trailer: t\r\n\r\n"
+              "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+              0, "Rapi.test Revil.test ");
+    walk_case("chunk size not hex",
+              "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 0,
+              "Rapi.test Emalformed chunk size line");
+    walk_case("chunk size line with a bare LF",
+              "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n", 0,
+              "Rapi.test Emalformed chunk size line");
+    walk_case("chunk size too large",
+              "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n", 0,
+              "Rapi.test Emalformed chunk size line");
+    walk_case("chunk data longer than its size",
+              "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n", 0,
+              "Rapi.test Echunk not followed by CRLF");
+    walk_case("folded trailer",
+              "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n x: y\r\n\r\n", 0,
+              "Rapi.test Emalformed trailer line");
+    walk_case("an upgrade declined: requests go on being checked",
+              "GET /ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+              "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+              0, "Rapi.test W Revil.test ");
+    walk_case("an upgrade accepted: the rest is the new protocol",
+              "GET /ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n\r\n\x81\x85junk GET / HTTP/1.1\r\n",
+              1, "Rapi.test W ");
+    walk_case("an upgrade on a later request is refused",
+              "GET / HTTP/1.1\r\nHost: api.test\r\n\r\nGET /ws HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n\r\n",
+              0, "Rapi.test EUpgrade on a later request");
+    walk_case("garbage after a request",
+              "GET / HTTP/1.1\r\nHost: api.test\r\n\r\n\x01\x02\x03", 0,
+              "Rapi.test Ebytes after a request are not an HTTP/1.x request");
+    walk_case("ws:// target for another host on a later request",
+              "GET / HTTP/1.1\r\nHost: api.test\r\n\r\nGET ws://evil.test/ HTTP/1.1\r\nHost: api.test\r\n\r\n",
+              0, "Rapi.test Erequest target and Host header name different hosts");
+
+    /* Responses, for the answer to an upgrade. */
+    struct sniff s;
+    int status;
+    const char *r1 = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n\x81";
+    sniff_response((const uint8_t *)r1, strlen(r1), &s, &status);
+    check(s.kind == SNIFF_HTTP && status == 101 && s.head_len == strlen(r1) - 1, "response: 101 parsed");
+    sniff_response((const uint8_t *)r1, 20, &s, &status);
+    check(s.kind == SNIFF_MORE, "response: a partial head is need-more");
+    const char *r2 = "SSH-2.0-x\r\n";
+    sniff_response((const uint8_t *)r2, strlen(r2), &s, &status);
+    check(s.kind == SNIFF_BAD, "response: not HTTP is bad");
+
+    /* Random streams: no crash, and the same verdicts whole or in pieces. */
+    static const char *parts[] = {
+        "GET / HTTP/1.1\r\nHost: api.test\r\n\r\n", "GET / HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: api.test\r\nContent-Length: 7\r\n\r\n",
+        "POST / HTTP/1.1\r\nHost: api.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "5\r\nhello\r\n", "0\r\n\r\n", "0\r\nT: 1\r\n\r\n", "abcdefg", "\r\n",
+        "GET /w HTTP/1.1\r\nHost: api.test\r\nUpgrade: websocket\r\n\r\n", "Host: x\r\n",
+    };
+    int differ = 0;
+    for (int i = 0; i < 20000 && !differ; i++) {
+        char st[1024], a[512], b[512];
+        size_t n = 0;
+        int np = 1 + (int)(rnd() % 6);
+        for (int k = 0; k < np; k++) {
+            const char *pp = parts[rnd() % (sizeof parts / sizeof *parts)];
+            size_t pl = strlen(pp);
+            if (n + pl >= sizeof st)
+                break;
+            memcpy(st + n, pp, pl);
+            n += pl;
+        }
+        for (int k = 0; k < 2 && n; k++)
+            if (rnd() % 3 == 0)
+                st[rnd() % n] = (char)rnd();
+        st[n] = 0;
+        int answer = (int)(rnd() % 2);
+        size_t p1 = walk_feed(st, n, 0, answer, a, sizeof a);
+        size_t p2 = walk_feed(st, n, 1 + rnd() % 13, answer, b, sizeof b);
+        differ = strcmp(a, b) || p1 != p2;
+    }
+    check(!differ, "walk: 20000 random request streams, same verdicts whole and in pieces");
 }
 
 /* Re-frame a single-record ClientHello into two records split at cut. */
@@ -252,6 +431,7 @@ static void dns_cases(void)
 int main(int argc, char **argv)
 {
     http_cases();
+    walk_cases();
     tls_cases(argc > 1 ? argv[1] : NULL);
     dns_cases();
     return failures ? 1 : 0;

@@ -4,7 +4,8 @@
   server.py DIR CERT KEY PORTFILE
 
   http    HTTP/1.1 file server for DIR; POST /upload answers the sha256 of
-          the body; GET /hello answers "hello <Host>"
+          the body (Content-Length or chunked); GET /hello answers "hello <Host>"; GET /ws with
+          "Upgrade: websocket" answers 101 and then echoes bytes
   https   the same over TLS with CERT/KEY
   banner  speaks first ("220 fluebox-banner"), then echoes lines
   sink    accepts and never reads
@@ -29,6 +30,18 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self):
+        if self.path.startswith("/ws") and self.headers.get("Upgrade", "").lower() == "websocket":
+            # 101, then echo whatever comes, byte for byte, until EOF
+            self.wfile.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                             b"Connection: Upgrade\r\n\r\n")
+            self.wfile.flush()
+            while True:
+                b = self.connection.recv(65536)
+                if not b:
+                    break
+                self.connection.sendall(b)
+            self.close_connection = True
+            return
         if self.path.startswith("/hello"):
             body = ("hello %s\n" % self.headers.get("Host", "")).encode()
             self.send_response(200)
@@ -40,8 +53,17 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         super().do_GET()
 
     def do_POST(self):
-        n = int(self.headers.get("Content-Length", "0"))
         h = hashlib.sha256()
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                h.update(self.rfile.read(size))
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length", "0"))
         while n > 0:
             chunk = self.rfile.read(min(n, 1 << 20))
             if not chunk:
