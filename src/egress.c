@@ -244,8 +244,13 @@ void conn_end(struct fb_egress *e, struct conn *c, const char *verdict, bool res
         };
         audit_conn(e->audit, &r);
     }
-    if (c->counted)
+    if (c->counted) {
         e->nrelay--;
+        e->rebalance = true;
+    }
+    e->queued -= (int64_t)c->queued;
+    e->pipes -= (int64_t)(c->pu_fill + c->pd_fill);
+    c->queued = c->pu_fill = c->pd_fill = 0;
     /* Move to the dead list. */
     if (c->prev)
         c->prev->next = c->next;
@@ -520,6 +525,8 @@ static void accept_ready(struct fb_egress *e, struct listener *l)
         struct conn *c = conn_new(e, fd, l->h.kind == H_PROXY ? PH_PROXYREQ : PH_SNIFF);
         c->counted = true;
         e->nrelay++;
+        relay_rebalance(e); /* one more connection may mean a smaller share */
+        relay_apply(e, c);
         snprintf(c->via, sizeof c->via, "%s", via);
         if (l->h.kind == H_PROXY) {
             c->proxy = true;
@@ -567,6 +574,9 @@ static void timer_tick(struct fb_egress *e)
         /* EAGAIN: a spurious wake-up */
     }
     audit_tick(e->audit);
+    for (struct conn *c = e->conns; c; c = c->next)
+        if (c->counted)
+            relay_measure(e, c);
     uint64_t now = fb_now_ns();
     for (struct conn *c = e->conns, *n; c; c = n) {
         n = c->next;
@@ -644,6 +654,8 @@ void egress_dispatch(struct fb_egress *e)
         e->dead = c->next;
         conn_free(c);
     }
+    if (e->rebalance)
+        relay_rebalance(e);
     timer_update(e);
 }
 
@@ -768,6 +780,8 @@ void egress_summary(const struct fb_egress *e, struct fb_net_summary *s)
         return;
     }
     *s = e->sum;
+    int64_t floor = (int64_t)e->p->max_conns * SHARE_MIN;
+    s->relay_budget = floor > RELAY_BUDGET ? floor : RELAY_BUDGET;
     struct audit_stats st;
     audit_stats(e->audit, &st);
     s->dns_aggregated = st.dns_aggregated;

@@ -26,7 +26,13 @@
 #include <sys/socket.h>
 
 #define BUF_SIZE (64 * 1024)   /* per direction and connection, until relaying */
-#define PIPE_SIZE (256 * 1024) /* splice pipes, per direction, while relaying */
+/* The relay's kernel buffers (socket queues and pipes) for one sandbox,
+ * shared out among its connections (relay.c). */
+#define RELAY_BUDGET (32u << 20)
+#define SHARE_MIN (128u << 10) /* a connection's share, at least */
+#define SHARE_MAX (8u << 20)   /* and at most */
+#define PIPE_MAX (1u << 20)    /* the unprivileged pipe size limit's default */
+#define MEASURE_MS 100         /* a stalled connection's queues, at most this often */
 #define SYNTH_FIRST 2          /* 198.18.0.2 is the first address handed out */
 #define SYNTH_MAX 65536        /* names with an address, per sandbox */
 #define DNS_TTL 300
@@ -93,7 +99,11 @@ struct conn {
     /* Relaying with splice(): a pipe per direction; the buffers above then
      * only hold what was read before relaying started, sent first. */
     int pu[2], pd[2];
-    size_t pu_fill, pd_fill, pipe_cap;
+    size_t pu_fill, pd_fill, pipe_cap, pipe_size;
+    /* Its share of the relay's budget (applied to its sockets and pipes),
+     * and its socket queues when last measured. */
+    size_t share, queued;
+    uint64_t measured_ns;
     bool in_eof, out_eof, up_shut, down_shut;
     uint64_t start_ns, last_ns;
     int64_t bytes_out, bytes_in;
@@ -141,6 +151,11 @@ struct fb_egress {
     struct sockaddr_storage *host_addrs;
     size_t nhost_addrs;
     struct fb_net_summary sum;
+    /* The relay's buffers: the share each connection gets now, the bytes
+     * in all pipes, the socket queues as last measured. */
+    size_t share;
+    bool rebalance;        /* nrelay changed: share out again */
+    int64_t pipes, queued;
 };
 
 /* ---- buffers ---- */
@@ -218,6 +233,13 @@ bool answer_upgrade(struct fb_egress *e, struct conn *c);
 void start_relay(struct fb_egress *e, struct conn *c);
 /* Move what can move, pass on half-closes, end when both are done. */
 void relay_progress(struct fb_egress *e, struct conn *c);
+
+/* The buffer budget: rebalance() gives every connection its share again
+ * when their number changed; apply() sets c's sockets and pipes to it;
+ * measure() reads c's socket queues into the totals and the peak. */
+void relay_rebalance(struct fb_egress *e);
+void relay_apply(struct fb_egress *e, struct conn *c);
+void relay_measure(struct fb_egress *e, struct conn *c);
 
 /* ---- proxy.c ---- */
 

@@ -6,15 +6,118 @@
  * egress_start). A side is read only while the pipe (or buffer) towards the
  * other side has room, so a peer that stops reading stalls its own
  * connection and nothing else. Half-close is passed on; an error on one side
- * resets the other, so a cut-off transfer never looks complete. */
+ * resets the other, so a cut-off transfer never looks complete.
+ *
+ * What the relay holds in the kernel for a sandbox is bounded: every
+ * connection it counts gets an equal share of RELAY_BUDGET (rounded down
+ * to a power of two, within SHARE_MIN..SHARE_MAX): an eighth of it for each
+ * of its four socket buffers (receive and send on the sandbox's end and on
+ * the upstream one), a quarter for each of its two pipes. The share is
+ * applied when the connection is accepted (upstream: once connected, so the
+ * window scale it offers is not limited) and again whenever the number of
+ * connections moves it; the pipes are filled only up to theirs. So the
+ * relay never holds more than max(RELAY_BUDGET, connections x SHARE_MIN).
+ * The socket queues are measured now and then (the timer, and a connection
+ * whose pipe is full at most every MEASURE_MS) for the report's peak. */
 #include "egress_int.h"
 
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <string.h>
 #include <sys/epoll.h>
 
 static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in);
+
+/* ---- the buffer budget ---- */
+
+static size_t share_now(const struct fb_egress *e)
+{
+    size_t n = e->nrelay > 0 ? (size_t)e->nrelay : 1, want = RELAY_BUDGET / n, s = SHARE_MIN;
+    while (s * 2 <= want && s * 2 <= SHARE_MAX)
+        s *= 2;
+    return s;
+}
+
+/* Receive and send buffers of fd to bytes each, as the kernel counts them
+ * (it doubles what it is given, for its bookkeeping). */
+static void set_sockbufs(int fd, size_t bytes)
+{
+    int v = (int)(bytes / 2);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
+void relay_apply(struct fb_egress *e, struct conn *c)
+{
+    if (!e->share)
+        e->share = share_now(e);
+    c->share = e->share;
+    if (c->in.fd >= 0)
+        set_sockbufs(c->in.fd, c->share / 8);
+    if (c->out.fd >= 0 && c->ph != PH_RESOLVE && c->ph != PH_CONNECT)
+        set_sockbufs(c->out.fd, c->share / 8);
+    if (c->pu[0] >= 0) {
+        size_t want = c->share / 4 < PIPE_MAX ? c->share / 4 : PIPE_MAX;
+        if (want > c->pipe_size) {
+            /* Grow both pipes; the kernel may refuse (per-user limits). */
+            int a = fcntl(c->pu[1], F_SETPIPE_SZ, (int)want);
+            int b = fcntl(c->pd[1], F_SETPIPE_SZ, (int)want);
+            if (a > 0 && b > 0)
+                c->pipe_size = (size_t)(a < b ? a : b);
+        }
+        c->pipe_cap = want < c->pipe_size ? want : c->pipe_size;
+    }
+}
+
+void relay_rebalance(struct fb_egress *e)
+{
+    e->rebalance = false;
+    size_t s = share_now(e);
+    if (s == e->share)
+        return;
+    e->share = s;
+    for (struct conn *c = e->conns; c; c = c->next)
+        if (c->counted && !c->dead)
+            relay_apply(e, c);
+}
+
+static size_t fd_queued(int fd)
+{
+    int in = 0, out = 0;
+    if (fd < 0)
+        return 0;
+    if (ioctl(fd, SIOCINQ, &in) < 0 || in < 0)
+        in = 0;
+    if (ioctl(fd, SIOCOUTQ, &out) < 0 || out < 0)
+        out = 0;
+    return (size_t)in + (size_t)out;
+}
+
+static void note_peak(struct fb_egress *e)
+{
+    int64_t now = e->pipes + e->queued;
+    if (now > e->sum.relay_peak)
+        e->sum.relay_peak = now;
+}
+
+void relay_measure(struct fb_egress *e, struct conn *c)
+{
+    size_t q = c->dead ? 0 : fd_queued(c->in.fd) + fd_queued(c->out.fd);
+    e->queued += (int64_t)q - (int64_t)c->queued;
+    c->queued = q;
+    c->measured_ns = fb_now_ns();
+    note_peak(e);
+}
+
+static void fill_add(struct fb_egress *e, size_t *fill, ssize_t n)
+{
+    *fill = (size_t)((ssize_t)*fill + n);
+    e->pipes += n;
+    if (n > 0)
+        note_peak(e);
+}
 
 /* Read from the sandbox's end into up. Returns false if the connection ended. */
 bool read_in(struct fb_egress *e, struct conn *c)
@@ -164,7 +267,7 @@ static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in)
         ssize_t n = splice(s->fd, NULL, pw, NULL, c->pipe_cap - *fill,
                            SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
-            *fill += (size_t)n;
+            fill_add(e, fill, n);
             c->last_ns = fb_now_ns();
             if (!from_in) {
                 c->bytes_in += n;
@@ -194,7 +297,7 @@ static bool splice_out(struct fb_egress *e, struct conn *c, bool to_out)
     while (*fill) {
         ssize_t n = splice(pr, NULL, s->fd, NULL, *fill, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
-            *fill -= (size_t)n;
+            fill_add(e, fill, -n);
             c->last_ns = fb_now_ns();
             if (to_out) {
                 c->bytes_out += n;
@@ -235,6 +338,10 @@ void relay_progress(struct fb_egress *e, struct conn *c)
         conn_end(e, c, "allow", false, "closed");
         return;
     }
+    /* A full pipe: this connection is where buffers pile up now. */
+    if (c->pu[0] >= 0 && (c->pu_fill >= c->pipe_cap || c->pd_fill >= c->pipe_cap) &&
+        fb_now_ns() - c->measured_ns > MEASURE_MS * 1000000ull)
+        relay_measure(e, c);
     conn_update(e, c);
 }
 
@@ -242,12 +349,8 @@ void start_relay(struct fb_egress *e, struct conn *c)
 {
     if (e->splice_ok && pipe2(c->pu, O_NONBLOCK | O_CLOEXEC) == 0) {
         if (pipe2(c->pd, O_NONBLOCK | O_CLOEXEC) == 0) {
-            /* Larger pipes move more per system call; the kernel may refuse
-             * (per-user pipe limits), then the default size it is. */
-            fcntl(c->pu[1], F_SETPIPE_SZ, PIPE_SIZE);
-            fcntl(c->pd[1], F_SETPIPE_SZ, PIPE_SIZE);
             int a = fcntl(c->pu[1], F_GETPIPE_SZ), b = fcntl(c->pd[1], F_GETPIPE_SZ);
-            c->pipe_cap = (size_t)(a < b ? a : b);
+            c->pipe_size = (size_t)(a < b ? a : b);
         } else {
             close(c->pu[0]);
             close(c->pu[1]);
@@ -256,6 +359,7 @@ void start_relay(struct fb_egress *e, struct conn *c)
     }
     c->ph = PH_RELAY;
     c->last_ns = fb_now_ns();
+    relay_apply(e, c); /* pipe sizes, and the upstream socket's buffers */
     relay_progress(e, c);
 }
 

@@ -124,6 +124,8 @@ static json_t *network_obj(const struct fb_result *r)
     json_object_set_new(o, "connections_denied", json_integer(n->conns_denied));
     json_object_set_new(o, "bytes_out", json_integer(n->bytes_out));
     json_object_set_new(o, "bytes_in", json_integer(n->bytes_in));
+    json_object_set_new(o, "relay_buffer_peak_bytes", json_integer(n->relay_peak));
+    json_object_set_new(o, "relay_buffer_budget_bytes", json_integer(n->relay_budget));
     json_object_set_new(o, "dns_aggregated", json_integer(n->dns_aggregated));
     json_object_set_new(o, "connections_aggregated", json_integer(n->conns_aggregated));
     json_object_set_new(o, "names_denied", json_integer(n->names_denied));

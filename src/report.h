@@ -16,6 +16,9 @@ struct fb_net_summary {
     int64_t dns_queries, dns_allowed, dns_denied;
     int64_t conns, conns_allowed, conns_denied;
     int64_t bytes_out, bytes_in;
+    /* The relay's kernel buffers (socket queues and pipes): most held at
+     * once (as measured), and the budget they are kept under. */
+    int64_t relay_peak, relay_budget;
     /* --net-log: events counted in aggregate lines instead of their own */
     int64_t dns_aggregated, conns_aggregated;
     /* What the allowlist refused that --allow-net could allow: names looked

@@ -207,6 +207,7 @@ static void connected(struct fb_egress *e, struct conn *c)
         start_relay(e, c);
     else {
         c->ph = PH_FIRST;
+        relay_apply(e, c); /* the upstream socket's buffers */
         conn_update(e, c);
     }
 }

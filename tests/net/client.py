@@ -202,6 +202,65 @@ def cmd_ws(host, port, path, then=""):
     return 0
 
 
+def tcp_queues(port):
+    """From /proc/net/tcp (this network namespace): the sum of receive and
+    send queue bytes of sockets whose local port is port, and of those whose
+    remote port is port."""
+    local = remote = 0
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            v = line.split()
+            lport = int(v[1].split(":")[1], 16)
+            rport = int(v[2].split(":")[1], 16)
+            tx, rx = (int(x, 16) for x in v[4].split(":"))
+            if lport == port:
+                local += tx + rx
+            elif rport == port:
+                remote += tx + rx
+    return local, remote
+
+
+def cmd_hold(host, down_port, up_port, n, sync):
+    """n connections to down_port that never read (receive buffer raised
+    first) and n to up_port that send without end; once sync/measure exists,
+    write sync/inside: the queue bytes of the relay's ends of those
+    connections in this namespace (the supervisor's sockets) and of our own."""
+    import os, time
+    n = int(n)
+    conns = []
+    for _ in range(n):
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
+        s.settimeout(T)
+        s.connect((host, int(down_port)))
+        conns.append(s)
+
+    def pump(s):
+        block = b"y" * 65536
+        try:
+            while True:
+                s.sendall(block)
+        except OSError:
+            pass
+    for _ in range(n):
+        s = socket.create_connection((host, int(up_port)), timeout=None)
+        conns.append(s)
+        threading.Thread(target=pump, args=(s,), daemon=True).start()
+    open(os.path.join(sync, "opened"), "w").close()
+    for _ in range(int(T * 20)):  # the host side says when to look
+        if os.path.exists(os.path.join(sync, "measure")):
+            break
+        time.sleep(0.05)
+    rd, od = tcp_queues(int(down_port))
+    ru, ou = tcp_queues(int(up_port))
+    with open(os.path.join(sync, "inside.tmp"), "w") as f:
+        f.write("relay_in=%d own=%d\n" % (rd + ru, od + ou))
+    os.rename(os.path.join(sync, "inside.tmp"), os.path.join(sync, "inside"))
+    print("held %d connections" % (2 * n), flush=True)
+    os._exit(0)
+
+
 def cmd_connect(host, port, hostname=None):
     """A bare TCP connect + one HTTP request: prints connected/refused."""
     try:

@@ -9,7 +9,8 @@
   https   the same over TLS with CERT/KEY
   banner  speaks first ("220 fluebox-banner"), then echoes lines
   sink    accepts and never reads
-Writes {"http": P, "https": P, "banner": P, "sink": P} to PORTFILE once
+  flood   sends without end
+Writes {"http": P, "https": P, "banner": P, "sink": P, "flood": P} to PORTFILE once
 everything listens, then serves until killed.
 """
 import hashlib
@@ -115,6 +116,16 @@ def banner(c):
         c.close()
 
 
+def flood(c):
+    # sends without end; blocks when the other side stops reading
+    block = b"x" * 65536
+    try:
+        while True:
+            c.sendall(block)
+    except OSError:
+        c.close()
+
+
 held = []
 
 
@@ -139,13 +150,15 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     httpsd.ctx = ctx
-    b, s = listener(), listener()
+    b, s, f = listener(), listener(), listener()
     serve_tcp(b, banner)
     serve_tcp(s, sink)
+    serve_tcp(f, flood)
     for srv in (httpd, httpsd):
         threading.Thread(target=srv.serve_forever, daemon=True).start()
     ports = {"http": httpd.server_address[1], "https": httpsd.server_address[1],
-             "banner": b.getsockname()[1], "sink": s.getsockname()[1]}
+             "banner": b.getsockname()[1], "sink": s.getsockname()[1],
+             "flood": f.getsockname()[1]}
     with open(portfile + ".tmp", "w") as f:
         json.dump(ports, f)
     os.rename(portfile + ".tmp", portfile)

@@ -4,7 +4,7 @@
 # Makes a self-signed certificate for api.test (and other.test, *.wild.test,
 # so a refusal is always the relay's doing, never the certificate's), starts
 # tests/net/server.py on 127.0.0.1 (random ports) and sets:
-#   HTTP HTTPS BANNER SINK   the server's ports
+#   HTTP HTTPS BANNER SINK FLOOD   the server's ports
 #   NET                      fluebox options: allow api.test (80 and 443),
 #                            mapped to the local servers, helpers bound
 #   PY                       python inside the sandbox
@@ -34,6 +34,7 @@ at_exit 'kill "$NET_SERVER_PID"; wait "$NET_SERVER_PID"'
 wait_for 10 test -s "$T/ports.json" || bail "setup: test server did not start: $(cat "$T/server.log")"
 port_of() { /usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$T/ports.json" "$1"; }
 HTTP=$(port_of http); HTTPS=$(port_of https); BANNER=$(port_of banner); SINK=$(port_of sink)
+FLOOD=$(port_of flood)
 
 PY=/usr/bin/python3
 CL="$PY /fbnet/client.py"
