@@ -25,7 +25,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -747,22 +746,6 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
                    (sigaction(SIGPIPE, NULL, &sa_pipe) == 0 && sa_pipe.sa_handler == SIG_IGN);
     if (getenv("FLUEBOX_NO_SPLICE"))
         e->splice_ok = false;
-    struct ifaddrs *ifa = NULL;
-    if (getifaddrs(&ifa) == 0) {
-        size_t n = 0;
-        for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
-            n++;
-        e->host_addrs = fb_xcalloc(n ? n : 1, sizeof *e->host_addrs);
-        for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
-            if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
-                                 i->ifa_addr->sa_family != AF_INET6))
-                continue;
-            memcpy(&e->host_addrs[e->nhost_addrs++], i->ifa_addr,
-                   i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
-                                                     : sizeof(struct sockaddr_in6));
-        }
-        freeifaddrs(ifa);
-    }
     *out = e;
     return 0;
 fail:

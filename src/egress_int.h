@@ -146,10 +146,12 @@ struct fb_egress {
     struct nametab denied; /* names looked up and denied (DENIED_MAX at most) */
     struct fb_audit *audit;
     bool splice_ok;        /* SIGPIPE is blocked or ignored in this thread */
-    /* The host's own interface addresses (at start): an allowed name that
-     * resolves to one of them would reach the host's services. */
+    /* The host's own interface addresses (read at the first host-side
+     * lookup): an allowed name that resolves to one of them would reach the
+     * host's services. */
     struct sockaddr_storage *host_addrs;
     size_t nhost_addrs;
+    bool host_addrs_read;
     struct fb_net_summary sum;
     /* The relay's buffers: the share each connection gets now, the bytes
      * in all pipes, the socket queues as last measured. */

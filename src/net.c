@@ -104,7 +104,10 @@ static int add_synthetic_range(struct fb_err *err)
     return 0;
 }
 
-static int bound_socket(int type, const char *ip, uint16_t port, struct fb_err *err)
+/* backlog: connections the kernel holds before the supervisor accepts them
+ * (each may already hold data, up to the kernel's initial window): as many
+ * as the relay takes at once (--net-max-conns), not SOMAXCONN. */
+static int bound_socket(int type, const char *ip, uint16_t port, int backlog, struct fb_err *err)
 {
     int s = socket(AF_INET, type | SOCK_CLOEXEC, 0);
     if (s < 0)
@@ -114,7 +117,7 @@ static int bound_socket(int type, const char *ip, uint16_t port, struct fb_err *
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
     inet_pton(AF_INET, ip, &sa.sin_addr);
     if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        (type == SOCK_STREAM && listen(s, SOMAXCONN) < 0)) {
+        (type == SOCK_STREAM && listen(s, backlog) < 0)) {
         fb_errno(err, FB_EXIT_SETUP, "binding the sandbox's %s socket %s:%u",
                  type == SOCK_STREAM ? "TCP" : "UDP", ip, port);
         close(s);
@@ -150,10 +153,10 @@ int net_allowed_ports(const struct fb_policy *p, uint16_t *ports, size_t cap)
 static int resolver_sockets(int *fds, size_t *nfds, struct fb_err *err)
 {
     int fd;
-    if ((fd = bound_socket(SOCK_DGRAM, FB_NET_DNS_ADDR, 53, err)) < 0)
+    if ((fd = bound_socket(SOCK_DGRAM, FB_NET_DNS_ADDR, 53, 0, err)) < 0)
         return -1;
     fds[(*nfds)++] = fd;
-    if ((fd = bound_socket(SOCK_STREAM, FB_NET_DNS_ADDR, 53, err)) < 0)
+    if ((fd = bound_socket(SOCK_STREAM, FB_NET_DNS_ADDR, 53, 16, err)) < 0)
         return -1;
     fds[(*nfds)++] = fd;
     return 0;
@@ -187,17 +190,18 @@ int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb
                            p->proxy_port);
     if (add_synthetic_range(err) < 0)
         return -1;
+    int backlog = p->max_conns < 16 ? 16 : p->max_conns < SOMAXCONN ? p->max_conns : SOMAXCONN;
 
     if (resolver_sockets(fds, nfds, err) < 0)
         goto fail;
     int fd;
     if (p->proxy_port) {
-        if ((fd = bound_socket(SOCK_STREAM, "127.0.0.1", p->proxy_port, err)) < 0)
+        if ((fd = bound_socket(SOCK_STREAM, "127.0.0.1", p->proxy_port, backlog, err)) < 0)
             goto fail;
         fds[(*nfds)++] = fd;
     }
     for (int i = 0; i < np; i++) {
-        if ((fd = bound_socket(SOCK_STREAM, "0.0.0.0", ports[i], err)) < 0)
+        if ((fd = bound_socket(SOCK_STREAM, "0.0.0.0", ports[i], backlog, err)) < 0)
             goto fail;
         fds[(*nfds)++] = fd;
     }

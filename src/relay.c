@@ -264,8 +264,8 @@ static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in)
     size_t *fill = from_in ? &c->pu_fill : &c->pd_fill;
     int pw = from_in ? c->pu[1] : c->pd[1];
     while (!*eof && *fill < c->pipe_cap) {
-        ssize_t n = splice(s->fd, NULL, pw, NULL, c->pipe_cap - *fill,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        size_t want = c->pipe_cap - *fill;
+        ssize_t n = splice(s->fd, NULL, pw, NULL, want, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
             fill_add(e, fill, n);
             c->last_ns = fb_now_ns();
@@ -273,6 +273,11 @@ static bool splice_in(struct fb_egress *e, struct conn *c, bool from_in)
                 c->bytes_in += n;
                 e->sum.bytes_in += n;
             }
+            /* Short: the socket is (most likely) empty. Epoll is level-
+             * triggered, so if it is not, the next round reads the rest;
+             * asking now would mostly cost a system call that says EAGAIN. */
+            if ((size_t)n < want)
+                break;
             continue;
         }
         if (n == 0) {

@@ -9,6 +9,7 @@
 #include "egress_int.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/tcp.h>
 #include <string.h>
@@ -16,6 +17,30 @@
 
 static void try_connect(struct fb_egress *e, struct conn *c);
 
+
+/* The host's interface addresses, once (not at start: a run that never
+ * resolves a name on the host does not pay for the netlink dump). */
+static void read_host_addrs(struct fb_egress *e)
+{
+    if (e->host_addrs_read)
+        return;
+    e->host_addrs_read = true;
+    struct ifaddrs *ifa = NULL;
+    if (getifaddrs(&ifa) < 0)
+        return;
+    size_t n = 0;
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next)
+        n++;
+    e->host_addrs = fb_xcalloc(n ? n : 1, sizeof *e->host_addrs);
+    for (struct ifaddrs *i = ifa; i; i = i->ifa_next) {
+        if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+            continue;
+        memcpy(&e->host_addrs[e->nhost_addrs++], i->ifa_addr,
+               i->ifa_addr->sa_family == AF_INET ? sizeof(struct sockaddr_in)
+                                                 : sizeof(struct sockaddr_in6));
+    }
+    freeifaddrs(ifa);
+}
 
 /* Is this an address the relay must not connect to for a name resolved on
  * the host? (Explicit --egress-resolve mappings are trusted.) */
@@ -160,6 +185,7 @@ void resolver_ready(struct fb_egress *e)
                           r.gai_err == EAI_SYSTEM ? strerror(r.sys_err) : gai_strerror(r.gai_err));
             continue;
         }
+        read_host_addrs(e);
         c->naddr = 0;
         const char *why = NULL;
         char shown[INET6_ADDRSTRLEN + 8] = "";
