@@ -2,6 +2,8 @@
  * --allow-net parsing, policy combinations, the DNS and first-bytes parsers
  * (more of those, with fuzzing, in tests/net/parsers_test.c). */
 #include "dns.h"
+#include "egress.h"
+#include "nametab.h"
 #include "fb.h"
 #include "net.h"
 #include "policy.h"
@@ -82,9 +84,55 @@ static void parsers(void)
     CHECK(n == sizeof q && (out[3] & 0xf) == DNS_RCODE_NXDOMAIN && out[7] == 0, "dns: NXDOMAIN reply");
 }
 
+static void names(void)
+{
+    struct nametab t = {0};
+    char buf[32];
+    bool stable = true;
+    for (int i = 0; i < 5000; i++) {
+        snprintf(buf, sizeof buf, "n%d.test", i);
+        stable &= nametab_add(&t, buf) == (size_t)i;
+    }
+    CHECK(stable && nametab_add(&t, "n17.test") == 17 && nametab_find(&t, "n4999.test") == 4999 &&
+              nametab_find(&t, "n5000.test") == -1 && t.n == 5000,
+          "nametab: indices stable in the order added, found again after growing");
+    nametab_free(&t);
+    CHECK(nametab_find(&t, "n1.test") == -1 && t.n == 0, "nametab: empty after free");
+}
+
+static void denial_note(void)
+{
+    struct fb_net_summary s;
+    memset(&s, 0, sizeof s);
+    char line[1200];
+    CHECK(!egress_denial_note(&s, line, sizeof line), "note: nothing denied, no note");
+    s.mode = FB_NET_NONE;
+    s.names_denied = 1;
+    s.ndenied_names = 1;
+    strcpy(s.denied_names[0], "registry.npmjs.org");
+    CHECK(egress_denial_note(&s, line, sizeof line) &&
+              !strcmp(line, "network: 1 name denied (registry.npmjs.org): the network is off; allow "
+                            "names with --allow-net NAME"),
+          "note: one name, network off: %s", line);
+    s.mode = FB_NET_ALLOW;
+    s.names_denied = 7;
+    s.ndenied_names = FB_NET_NOTE_MAX + 1;
+    strcpy(s.denied_names[1], "b.test");
+    strcpy(s.denied_names[2], "c.test");
+    s.conns_refused = 2;
+    s.nrefused = 1;
+    strcpy(s.refused[0], "api.test:22");
+    CHECK(egress_denial_note(&s, line, sizeof line) &&
+              !strcmp(line, "network: 7 names denied (registry.npmjs.org, b.test, c.test, ...), 2 "
+                            "connections refused (api.test:22): allow with --allow-net NAME[:PORT]"),
+          "note: names and connections, more than shown: %s", line);
+}
+
 void unit_net(void)
 {
     resolve_syntax();
     combinations();
     parsers();
+    names();
+    denial_note();
 }
