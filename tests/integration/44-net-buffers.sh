@@ -59,7 +59,7 @@ run_fb_bg run --allow-net "api.test:$FLOOD" --allow-net "api.test:$SINK" --egres
   --bind "$S:/sync" --report "$T/report.json" $BINDS -- $CL hold api.test "$FLOOD" "$SINK" "$N" /sync
 for _ in $(seq 600); do [ -e "$S/opened" ] || ! kill -0 "$BGPID" 2>/dev/null && break; sleep 0.1; done
 peak_host=0; state=""
-for _ in $(seq 1200); do
+for _ in $(seq 2000); do
   state=$(host_queues)
   relay=${state#relay=}; relay=${relay%% *}; zero=${state##*zero=}
   [ "$relay" -gt "$peak_host" ] && peak_host=$relay

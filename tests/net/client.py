@@ -248,7 +248,7 @@ def cmd_hold(host, down_port, up_port, n, sync):
         conns.append(s)
         threading.Thread(target=pump, args=(s,), daemon=True).start()
     open(os.path.join(sync, "opened"), "w").close()
-    for _ in range(int(T * 20)):  # the host side says when to look
+    for _ in range(6000):  # the host side says when to look (300 s at most)
         if os.path.exists(os.path.join(sync, "measure")):
             break
         time.sleep(0.05)
