@@ -20,7 +20,7 @@ note_ok() {
 }
 
 # ---- --net none: a definite answer at once, from every tool ----
-if command -v node >/dev/null; then
+if need node "none: node lookups"; then
   run_fb run -- node -e 'require("dns").lookup("pkg.example.test", e => { console.log(e && e.code); process.exit(3) })'
   case "$RC:$OUT" in 3:ENOTFOUND) ok "none: node lookup is ENOTFOUND (not EAI_AGAIN)" ;;
     *) fail "none: node lookup is ENOTFOUND (not EAI_AGAIN)" "rc $RC $OUT $ERR" ;; esac
@@ -28,8 +28,6 @@ if command -v node >/dev/null; then
   run_fb run -- node -e 'fetch("https://pkg.example.test/").then(() => process.exit(0), e => { console.log(e.cause && e.cause.code); process.exit(3) })'
   case "$RC:$OUT" in 3:ENOTFOUND) ok "none: node fetch fails with ENOTFOUND" ;;
     *) fail "none: node fetch fails with ENOTFOUND" "rc $RC $OUT $ERR" ;; esac
-else
-  skip "node tests" "node not installed"
 fi
 run_fb run -- $PY -c '
 import socket
@@ -57,7 +55,7 @@ case "$ERR" in *"network:"*) fail "nothing denied: no note" "$ERR" ;; *) ok "not
 # npm: a local registry stand-in (api.test, the file server) holds one
 # package. Without network npm must fail at once with ENOTFOUND: --timeout
 # is only the bound that turns npm's retries (a minute and more) into 124.
-if command -v npm >/dev/null; then
+if need npm "npm install without network"; then
   mkdir -p "$T/pkg/package" "$T/npmwork"
   printf '{"name":"fbpkg","version":"1.0.0","main":"index.js"}\n' > "$T/pkg/package/package.json"
   printf 'module.exports = "fbpkg works";\n' > "$T/pkg/package/index.js"
@@ -82,7 +80,7 @@ run_fb run $NET -- /bin/sh -c "curl -sS -m 30 http://api.test/hello && curl -sS 
 case "$RC:$OUT" in 6:"hello api.test") ok "allow: the allowed name works, the other cannot resolve" ;;
   *) fail "allow: the allowed name works, the other cannot resolve" "rc $RC $OUT $ERR" ;; esac
 note_ok "allow: the note names the name and the option" "1 name denied (other.test): allow with --allow-net NAME"
-if command -v node >/dev/null; then
+if need node "allow: node lookup of another name"; then
   run_fb run $NET -- node -e 'require("dns").lookup("other.test", e => { console.log(e && e.code); process.exit(3) })'
   case "$RC:$OUT" in 3:ENOTFOUND) ok "allow: node lookup of another name is ENOTFOUND" ;;
     *) fail "allow: node lookup of another name is ENOTFOUND" "rc $RC $OUT $ERR" ;; esac

@@ -103,7 +103,7 @@ case "$OUT" in "end: reset") ok "h2c upgrade refused" ;; *) fail "h2c upgrade re
 # ---- real clients reuse connections and still work ----
 expect_out "curl: two URLs on one connection" "hello api.test
 hello api.test" run $NET -- curl -sS -m 30 http://api.test/hello http://api.test/hello
-if command -v node >/dev/null; then
+if need node "node fetch: keep-alive requests"; then
   expect_out "node fetch: keep-alive requests" "hello api.test,hello api.test,hello api.test" run $NET -- node -e '
 (async () => { const r = []; for (let i = 0; i < 3; i++) r.push((await (await fetch("http://api.test/hello")).text()).trim()); console.log(r.join(",")) })().catch(e => { console.error(e); process.exit(3) })'
 fi

@@ -57,18 +57,18 @@ run_fb_bg() { # like run_fb, in the background; its pid in BGPID
 
 run_fb_bg run --allow-net "api.test:$FLOOD" --allow-net "api.test:$SINK" --egress-resolve api.test=127.0.0.1 \
   --bind "$S:/sync" --report "$T/report.json" $BINDS -- $CL hold api.test "$FLOOD" "$SINK" "$N" /sync
-for _ in $(seq 600); do [ -e "$S/opened" ] || ! kill -0 "$BGPID" 2>/dev/null && break; sleep 0.1; done
-peak_host=0; state=""
-for _ in $(seq 2000); do
+opened() { [ -e "$S/opened" ] || ! kill -0 "$BGPID" 2>/dev/null; }
+wait_for 120 opened
+# Until the bound is already broken (stop at once: without a bound this
+# would pile up gigabytes), or all 2N connections have stalled.
+peak_host=0; state=""; relay=0; zero=0
+settled() {
   state=$(host_queues)
   relay=${state#relay=}; relay=${relay%% *}; zero=${state##*zero=}
   [ "$relay" -gt "$peak_host" ] && peak_host=$relay
-  # Stop at once when the bound is already broken, or when all 2N connections stalled.
-  [ "$relay" -gt "$BUDGET" ] && break
-  [ "$zero" -ge $((2 * N)) ] && break
-  kill -0 "$BGPID" 2>/dev/null || break
-  sleep 0.1
-done
+  [ "$relay" -gt "$BUDGET" ] || [ "$zero" -ge $((2 * N)) ] || ! kill -0 "$BGPID" 2>/dev/null
+}
+wait_for 250 settled
 touch "$S/measure"
 wait "$BGPID"; RC=$?
 inside=$(cat "$S/inside" 2>/dev/null)

@@ -1,28 +1,24 @@
-#!/bin/sh
+#!/bin/bash
 # tests/suites/fuzz-net.sh — a short libFuzzer run of the parsers of what a
 # sandbox sends the supervisor: TLS/HTTP first bytes, every request of a
 # plain-HTTP connection, DNS (tests/fuzz/net_fuzz.c), inside make check.
 # Longer runs: make fuzz-net (FUZZ_TIME=seconds). Prints ok/not ok lines.
 # FUZZ_SECONDS (default 20) sets the length of this run.
 cd "$(dirname "$0")/../.." || exit 1
+: "${FB:=$(pwd)/fluebox}"
+. tests/lib.sh
 secs=${FUZZ_SECONDS:-20}
-if ! command -v clang >/dev/null 2>&1; then
-  echo "ok - fuzz network parsers # SKIP clang is not installed (sh scripts/deps.sh fuzz)"
-  exit 0
-fi
+command -v clang >/dev/null 2>&1 || skip_all "missing: clang (sh scripts/deps.sh test)"
 log=$(mktemp /tmp/fbfuzzn.XXXXXX)
 if ! make -s build/fuzz-net >"$log" 2>&1; then
-  if grep -q -e "fuzzer" -e "libclang_rt" "$log"; then
-    echo "ok - fuzz network parsers # SKIP no libFuzzer runtime (sh scripts/deps.sh fuzz)"
-  else
-    echo "not ok - fuzz network parsers: build failed: $(tail -3 "$log" | tr '\n' ' ')"
-  fi
+  why=$(tail -3 "$log" | tr '\n' ' '); nofuzzer=$(grep -c -e "fuzzer" -e "libclang_rt" "$log")
   rm -f "$log"
-  exit 0
+  [ "$nofuzzer" = 0 ] || skip_all "missing: libclang-rt-dev (no libFuzzer runtime; sh scripts/deps.sh test)"
+  bail "build failed: $why"
 fi
 rm -f "$log"
 work=$(mktemp -d /tmp/fbfuzzn.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+at_exit 'rm -rf "$work"'
 if build/fuzz-net tests/fuzz/corpus-net/* >"$work/seeds.log" 2>&1; then
   echo "ok - fuzz network parsers: every seed passes"
 else
