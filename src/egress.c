@@ -310,7 +310,18 @@ bool check_first_bytes(struct fb_egress *e, struct conn *c)
     if (c->checked)
         return true;
     struct sniff s;
-    sniff_classify(c->up.d + c->up.head, buf_len(&c->up), &s);
+    const uint8_t *first = c->up.d + c->up.head;
+    size_t len = buf_len(&c->up);
+    if (sniff_may_change(c->sn_seen, c->sn_need, c->sn_lf, first, len)) {
+        sniff_classify(first, len, &s);
+        if (s.kind == SNIFF_MORE) {
+            c->sn_seen = len;
+            c->sn_need = s.need;
+            c->sn_lf = s.lf;
+        }
+    } else {
+        s.kind = SNIFF_MORE; /* nothing that could change the answer came */
+    }
     switch (s.kind) {
     case SNIFF_MORE:
         if (buf_room(&c->up) == 0 && c->up.head == 0) {

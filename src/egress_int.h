@@ -117,6 +117,10 @@ struct conn {
      * go upstream, and up is read through the buffer, never spliced. */
     bool walked;
     struct http_walk walk;
+    /* The first bytes were incomplete when last looked at (sniff.h
+     * sniff_may_change): bytes seen, and what could change that. */
+    size_t sn_seen, sn_need;
+    bool sn_lf;
     size_t up_ok;
     /* An upgrade request is out: the client is not read until the server's
      * answer (101 or not) has been read through down; down_ok of it may

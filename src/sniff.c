@@ -8,6 +8,7 @@
 #define TLS_HS_MAX 65536     /* largest ClientHello we reassemble */
 #define HTTP_LINE_MAX 8192   /* request line */
 #define CHUNK_LINE_MAX 4096  /* a chunk-size line or a trailer line */
+#define HEADER_LINES_MAX 256 /* header lines of one head (servers allow about 100) */
 
 static unsigned get16(const uint8_t *p) { return (unsigned)p[0] << 8 | p[1]; }
 static unsigned get24(const uint8_t *p) { return (unsigned)p[0] << 16 | (unsigned)p[1] << 8 | p[2]; }
@@ -36,6 +37,15 @@ static void bad(struct sniff *o, const char *why)
 {
     o->kind = SNIFF_BAD;
     o->why = why;
+}
+
+/* Need more; only a new line can change that (a head's lines have no
+ * length limit of their own: the caller's buffer is it). */
+static void more_lines(struct sniff *o)
+{
+    o->kind = SNIFF_MORE;
+    o->need = 0;
+    o->lf = true;
 }
 
 /* ---- TLS ---- */
@@ -119,6 +129,7 @@ static void sniff_tls(const uint8_t *buf, size_t len, struct sniff *o)
     for (;;) {
         if (off + 5 > len) {
             o->kind = SNIFF_MORE;
+            o->need = off + 5;
             return;
         }
         const uint8_t *r = buf + off;
@@ -139,6 +150,11 @@ static void sniff_tls(const uint8_t *buf, size_t len, struct sniff *o)
             if (hn >= 1 && hs[0] != 1)
                 return bad(o, "first TLS handshake message is not a ClientHello");
             o->kind = SNIFF_MORE;
+            /* What changes the answer: the handshake's first byte, the
+             * record's end, or growing past the reassembly buffer. */
+            o->need = hn == 0 ? off + 6 : off + 5 + rl;
+            if (off + 5 + (sizeof hs - (hn - have)) + 1 < o->need)
+                o->need = off + 5 + (sizeof hs - (hn - have)) + 1;
             return;
         }
         if (hn + rl > sizeof hs)
@@ -204,8 +220,10 @@ static long request_line(const uint8_t *buf, size_t len, struct sniff *o, const 
     size_t m = 0;
     while (m < len && m < sizeof o->method - 1 && is_method_char(buf[m]))
         m++;
-    if (m == len && m < sizeof o->method - 1)
+    if (m == len && m < sizeof o->method - 1) {
+        o->need = len + 1; /* the next byte decides */
         return 0;
+    }
     if (m == 0 || m >= sizeof o->method - 1 || buf[m] != ' ') {
         o->kind = SNIFF_OTHER;
         return -1;
@@ -218,6 +236,8 @@ static long request_line(const uint8_t *buf, size_t len, struct sniff *o, const 
             o->kind = SNIFF_OTHER;
             return -1;
         }
+        o->need = HTTP_LINE_MAX;
+        o->lf = true;
         return 0;
     }
     size_t ll = (size_t)(lf - buf); /* without LF */
@@ -279,7 +299,11 @@ static long header_block(const uint8_t *buf, size_t len, size_t off, struct snif
 {
     memset(h, 0, sizeof *h);
     h->clen = -1;
-    for (;;) {
+    for (int lines = 0;; lines++) {
+        if (lines > HEADER_LINES_MAX) {
+            bad(o, "more than 256 header lines");
+            return -1;
+        }
         const uint8_t *lf = memchr(buf + off, '\n', len - off);
         if (!lf)
             return 0;
@@ -388,7 +412,7 @@ static void sniff_http(const uint8_t *buf, size_t len, struct sniff *o)
     long hl = header_block(buf, len, (size_t)rl, o, &h);
     if (hl <= 0) {
         if (hl == 0)
-            o->kind = SNIFF_MORE;
+            more_lines(o);
         return;
     }
     o->head_len = (size_t)hl;
@@ -425,11 +449,23 @@ static void sniff_http(const uint8_t *buf, size_t len, struct sniff *o)
     snprintf(o->name, sizeof o->name, "%s", name);
 }
 
+bool sniff_may_change(size_t seen, size_t need, bool lf, const uint8_t *buf, size_t len)
+{
+    if (!seen)
+        return true;
+    if (len <= seen)
+        return false;
+    if (!lf)
+        return !need || len >= need;
+    return (need && len >= need) || memchr(buf + seen, '\n', len - seen);
+}
+
 void sniff_classify(const uint8_t *buf, size_t len, struct sniff *o)
 {
     memset(o, 0, sizeof *o);
     if (len == 0) {
         o->kind = SNIFF_MORE;
+        o->need = 1;
         return;
     }
     if (buf[0] == 0x16)
@@ -461,7 +497,7 @@ void sniff_connect(const uint8_t *buf, size_t len, struct sniff *o, uint16_t *po
     long hl = header_block(buf, len, (size_t)rl, o, &h);
     if (hl <= 0) {
         if (hl == 0)
-            o->kind = SNIFF_MORE;
+            more_lines(o);
         return;
     }
     o->head_len = (size_t)hl;
@@ -473,6 +509,15 @@ void sniff_connect(const uint8_t *buf, size_t len, struct sniff *o, uint16_t *po
 }
 
 /* ---- every request of a connection ---- */
+
+/* Stopped in the middle of a head or line that starts where the next call's
+ * bytes will: remember what can change that (sniff_may_change). */
+static void stall(struct http_walk *w, size_t seen, size_t need, bool lf)
+{
+    w->seen = seen;
+    w->need = need;
+    w->lf = lf;
+}
 
 static void request_done(struct http_walk *w)
 {
@@ -564,9 +609,16 @@ enum http_walk_result http_walk(struct http_walk *w, const uint8_t *buf, size_t 
         case HW_HEAD: {
             if (!n)
                 return HW_MORE;
-            sniff_classify(p, n, req);
-            if (req->kind == SNIFF_MORE)
+            if (!off && !sniff_may_change(w->seen, w->need, w->lf, p, n)) {
+                req->kind = SNIFF_MORE;
                 return HW_MORE;
+            }
+            sniff_classify(p, n, req);
+            if (req->kind == SNIFF_MORE) {
+                stall(w, n, req->need, req->lf);
+                return HW_MORE;
+            }
+            w->seen = 0;
             if (req->kind == SNIFF_BAD)
                 return HW_ERROR;
             if (req->kind != SNIFF_HTTP)
@@ -603,9 +655,14 @@ enum http_walk_result http_walk(struct http_walk *w, const uint8_t *buf, size_t 
         }
         case HW_CHUNK_SIZE: {
             uint64_t size = 0;
-            long l = chunk_line(p, n, &size);
-            if (l == 0)
+            if (!off && !sniff_may_change(w->seen, w->need, w->lf, p, n))
                 return HW_MORE;
+            long l = chunk_line(p, n, &size);
+            if (l == 0) {
+                stall(w, n, CHUNK_LINE_MAX, true);
+                return HW_MORE;
+            }
+            w->seen = 0;
             if (l < 0)
                 return walk_fail(req, "malformed chunk size line");
             off += (size_t)l;
@@ -626,9 +683,14 @@ enum http_walk_result http_walk(struct http_walk *w, const uint8_t *buf, size_t 
             break;
         case HW_TRAILER: {
             bool empty = false;
-            long l = trailer_line(p, n, &empty);
-            if (l == 0)
+            if (!off && !sniff_may_change(w->seen, w->need, w->lf, p, n))
                 return HW_MORE;
+            long l = trailer_line(p, n, &empty);
+            if (l == 0) {
+                stall(w, n, CHUNK_LINE_MAX, true);
+                return HW_MORE;
+            }
+            w->seen = 0;
             if (l < 0)
                 return walk_fail(req, "malformed trailer line");
             off += (size_t)l;
@@ -663,6 +725,7 @@ void sniff_response(const uint8_t *buf, size_t len, struct sniff *o, int *status
         o->kind = memcmp(buf, v, len < sizeof v - 1 ? len : sizeof v - 1) ? SNIFF_OTHER : SNIFF_MORE;
         if (o->kind == SNIFF_OTHER)
             bad(o, "not an HTTP/1.x response");
+        o->need = len + 1;
         return;
     }
     if (memcmp(buf, v, sizeof v - 1) || (buf[7] != '0' && buf[7] != '1') || buf[8] != ' ' ||
@@ -675,13 +738,15 @@ void sniff_response(const uint8_t *buf, size_t len, struct sniff *o, int *status
         if (len >= HTTP_LINE_MAX)
             return bad(o, "status line too long");
         o->kind = SNIFF_MORE;
+        o->need = HTTP_LINE_MAX;
+        o->lf = true;
         return;
     }
     struct headers h;
     long hl = header_block(buf, len, (size_t)(lf - buf) + 1, o, &h);
     if (hl <= 0) {
         if (hl == 0)
-            o->kind = SNIFF_MORE;
+            more_lines(o);
         return;
     }
     o->head_len = (size_t)hl;

@@ -39,10 +39,19 @@ struct sniff {
     int64_t content_length;    /* body bytes (0 without the header) */
     bool chunked;              /* Transfer-Encoding: chunked */
     bool upgrade;              /* has an Upgrade header (h2c is SNIFF_BAD) */
+    /* SNIFF_MORE: the answer cannot change before there are need bytes, or
+     * (lf) before a new line feed arrives: a caller that gets its bytes in
+     * pieces need not ask again before then (no quadratic re-parsing). */
+    size_t need;
+    bool lf;
 };
 
 /* Classify the first len bytes a client sent. */
 void sniff_classify(const uint8_t *buf, size_t len, struct sniff *out);
+
+/* After SNIFF_MORE for the first seen bytes with need and lf (0 when never
+ * asked): can the answer be different for the first len bytes of buf? */
+bool sniff_may_change(size_t seen, size_t need, bool lf, const uint8_t *buf, size_t len);
 
 /* Parse an HTTP proxy request head ("CONNECT host:port HTTP/1.1" ...).
  * Returns SNIFF_MORE, SNIFF_BAD (why set; method holds a non-CONNECT method)
@@ -62,6 +71,10 @@ struct http_walk {
     uint64_t left;     /* HW_BODY, HW_CHUNK_DATA: bytes still to pass */
     unsigned requests; /* request heads seen */
     bool upgrade;      /* the current request asks for an upgrade */
+    /* Waiting for the rest of a head or line: how much of it was seen, and
+     * what can change the answer (as struct sniff's need and lf). */
+    size_t seen, need;
+    bool lf;
 };
 enum http_walk_result {
     HW_MORE,    /* the first *used bytes may pass; more are needed to go on */

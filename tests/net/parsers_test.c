@@ -101,6 +101,13 @@ static void http_cases(void)
     http_case("GET / HTTP/1.1\r\nHost: a.test\r\nUpgrade: websocket, H2C\r\n\r\n", SNIFF_BAD, NULL);
 
     struct sniff s;
+    static char many[8192];
+    size_t ml = (size_t)snprintf(many, sizeof many, "GET / HTTP/1.1\r\nHost: api.test\r\n");
+    for (int i = 0; i < 256; i++)
+        ml += (size_t)snprintf(many + ml, sizeof many - ml, "X%d: y\r\n", i);
+    snprintf(many + ml, sizeof many - ml, "\r\n");
+    sniff_classify((const uint8_t *)many, strlen(many), &s);
+    check(s.kind == SNIFF_BAD, "more than 256 header lines refused");
     uint16_t port;
     const char *c1 = "CONNECT Api.Test:443 HTTP/1.1\r\nHost: api.test:443\r\n\r\nXYZ";
     sniff_connect((const uint8_t *)c1, strlen(c1), &s, &port);
