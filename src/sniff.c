@@ -597,6 +597,42 @@ static long trailer_line(const uint8_t *p, size_t n, bool *empty)
     return (long)ll + 2;
 }
 
+/* HW_HEAD: the next request's head at p (n bytes, off into this call). */
+static enum http_walk_result walk_head(struct http_walk *w, const uint8_t *p, size_t n, size_t off,
+                                       size_t *used, struct sniff *req)
+{
+    if (!n)
+        return HW_MORE;
+    if (!off && !sniff_may_change(w->seen, w->need, w->lf, p, n)) {
+        req->kind = SNIFF_MORE;
+        return HW_MORE;
+    }
+    sniff_classify(p, n, req);
+    if (req->kind == SNIFF_MORE) {
+        stall(w, n, req->need, req->lf);
+        return HW_MORE;
+    }
+    w->seen = 0;
+    if (req->kind == SNIFF_BAD)
+        return HW_ERROR;
+    if (req->kind != SNIFF_HTTP)
+        return walk_fail(req, w->requests ? "bytes after a request are not an HTTP/1.x request"
+                                          : "not an HTTP/1.x request");
+    if (req->upgrade && w->requests)
+        return walk_fail(req, "Upgrade on a later request of a connection");
+    w->requests++;
+    w->upgrade = req->upgrade;
+    *used = off + req->head_len;
+    if (req->chunked)
+        w->st = HW_CHUNK_SIZE;
+    else if (req->content_length > 0) {
+        w->st = HW_BODY;
+        w->left = (uint64_t)req->content_length;
+    } else
+        request_done(w);
+    return HW_REQUEST;
+}
+
 enum http_walk_result http_walk(struct http_walk *w, const uint8_t *buf, size_t len, size_t *used,
                                 struct sniff *req)
 {
@@ -606,38 +642,8 @@ enum http_walk_result http_walk(struct http_walk *w, const uint8_t *buf, size_t 
         size_t n = len - off;
         const uint8_t *p = buf + off;
         switch (w->st) {
-        case HW_HEAD: {
-            if (!n)
-                return HW_MORE;
-            if (!off && !sniff_may_change(w->seen, w->need, w->lf, p, n)) {
-                req->kind = SNIFF_MORE;
-                return HW_MORE;
-            }
-            sniff_classify(p, n, req);
-            if (req->kind == SNIFF_MORE) {
-                stall(w, n, req->need, req->lf);
-                return HW_MORE;
-            }
-            w->seen = 0;
-            if (req->kind == SNIFF_BAD)
-                return HW_ERROR;
-            if (req->kind != SNIFF_HTTP)
-                return walk_fail(req, w->requests ? "bytes after a request are not an HTTP/1.x request"
-                                                  : "not an HTTP/1.x request");
-            if (req->upgrade && w->requests)
-                return walk_fail(req, "Upgrade on a later request of a connection");
-            w->requests++;
-            w->upgrade = req->upgrade;
-            *used = off + req->head_len;
-            if (req->chunked)
-                w->st = HW_CHUNK_SIZE;
-            else if (req->content_length > 0) {
-                w->st = HW_BODY;
-                w->left = (uint64_t)req->content_length;
-            } else
-                request_done(w);
-            return HW_REQUEST;
-        }
+        case HW_HEAD:
+            return walk_head(w, p, n, off, used, req);
         case HW_BODY:
         case HW_CHUNK_DATA: {
             size_t k = n < w->left ? n : (size_t)w->left;
