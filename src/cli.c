@@ -275,6 +275,12 @@ static int set_quiet(void *ctx, const struct fb_opt *o, const char *v, struct fb
     return 0;
 }
 
+static int set_print_path(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    POL(ctx)->print_path = true;
+    return 0;
+}
+
 /* ---- the table ---- */
 
 enum {
@@ -356,6 +362,9 @@ const struct fb_opt cli_policy_opts[] = {
     {"seccomp-log", 0, FB_ARG_NONE, NULL, R, set_seccomp_log,
      "list denied system calls in the report (count, errno, process)", NULL},
     {"quiet", 'q', FB_ARG_NONE, NULL, R | FB_OPT_QUIET, set_quiet, "no warnings", NULL},
+    {"print-path", 0, FB_ARG_NONE, NULL, R | FB_OPT_QUIET, set_print_path,
+     "print the inside PATH, the command and what is bound for it and the caller's "
+     "interpreters, with the reasons; run nothing (the command is optional)", NULL},
 };
 const size_t cli_npolicy_opts = FB_ARRAY_LEN(cli_policy_opts);
 
@@ -398,6 +407,8 @@ int cli_apply(struct fb_policy *p, const struct fb_parsed *parsed, struct fb_err
 static int take_command(const struct fb_parsed *parsed, struct fb_policy *p, struct fb_err *err)
 {
     char **a = parsed->args;
+    if (!parsed->dashdash && !parsed->nargs && p->print_path)
+        return 0; /* --print-path alone: what the caller's names would be */
     if (!parsed->dashdash) {
         if (parsed->nargs)
             return fb_errf(err, FB_EXIT_SETUP,

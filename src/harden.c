@@ -91,16 +91,9 @@ char **harden_build_env(const struct fb_policy *p)
 {
     char **env = fb_xcalloc(1, sizeof *env);
     size_t n = 0;
-    /* PATH: the interpreter prefixes' bin/ first, so a subprocess that runs
-     * "python3" gets the same interpreter as the command. */
-    size_t cap = sizeof default_path + 16;
-    for (size_t i = 0; i < p->ninterp_binds; i++)
-        cap += strlen(p->interp_binds[i]) + 6;
-    char *path = fb_xmalloc(cap);
-    size_t o = (size_t)snprintf(path, cap, "PATH=");
-    for (size_t i = 0; i < p->ninterp_binds; i++)
-        o += (size_t)snprintf(path + o, cap - o, "%s/bin:", p->interp_binds[i]);
-    snprintf(path + o, cap - o, "%s", default_path);
+    /* PATH: the caller's, as far as it exists inside (toolchain.c), so that
+     * a subprocess that runs "python3" gets the caller's interpreter. */
+    char *path = fb_xasprintf("PATH=%s", p->tool_path ? p->tool_path : default_path);
     env_put(&env, &n, path);
     free(path);
     /* A home of its own (in the scratch space, mount.c), so that what tools
@@ -144,6 +137,9 @@ char **harden_build_env(const struct fb_policy *p)
         env_put(&env, &n, "npm_config_fetch_retries=0");
         env_put(&env, &n, "PIP_RETRIES=0");
     }
+    /* VIRTUAL_ENV and the TLS trust settings from the caller. */
+    for (size_t i = 0; i < p->ntool_env; i++)
+        env_put(&env, &n, p->tool_env[i]);
     for (size_t i = 0; i < p->nenv_pass; i++) {
         const char *v = getenv(p->env_pass[i]);
         if (!v)

@@ -15,6 +15,7 @@
 #include "profile.h"
 #include "report.h"
 #include "supervise.h"
+#include "toolchain.h"
 
 #include <fcntl.h>
 #include <jansson.h>
@@ -171,6 +172,9 @@ int cmd_learn(int argc, char **argv)
     struct fb_policy p;
     struct fb_err err = {0};
     policy_init(&p);
+    char cwd[4096];
+    struct fb_callenv ce;
+    callenv_self(&ce, cwd, sizeof cwd);
     int r = cli_parse_run("learn", learn_usage, argc, argv, &extra, "strict", &p, &err);
     if (r > 0) {
         policy_free(&p);
@@ -178,7 +182,7 @@ int cmd_learn(int argc, char **argv)
     }
     if (r == 0 && !out)
         r = fb_errf(&err, FB_EXIT_SETUP, "learn: --out FILE is required (see fluebox learn --help)");
-    if (r < 0 || policy_finish(&p, getenv("PATH"), &err) < 0) {
+    if (r < 0 || policy_finish(&p, &ce, &err) < 0) {
         fb_warn("%s", err.msg);
         policy_free(&p);
         return err.code ? err.code : FB_EXIT_SETUP;

@@ -6,6 +6,7 @@
 #include "profile.h"
 #include "report.h"
 #include "supervise.h"
+#include "toolchain.h"
 
 #include <string.h>
 
@@ -15,16 +16,24 @@ static int cmd_run(int argc, char **argv)
     struct fb_err err = {0};
     policy_init(&p);
     int code;
+    char cwd[4096];
+    struct fb_callenv ce;
+    callenv_self(&ce, cwd, sizeof cwd);
     int r = cli_parse_run("run", cli_run_usage, argc, argv, NULL, FB_DEFAULT_PROFILE, &p, &err);
     if (r > 0) {
         policy_free(&p);
         return 0;
     }
-    if (r < 0 || policy_finish(&p, getenv("PATH"), &err) < 0) {
+    if (r < 0 || policy_finish(&p, &ce, &err) < 0) {
         fb_warn("%s", err.msg);
         code = err.code ? err.code : FB_EXIT_SETUP;
         policy_free(&p);
         return code;
+    }
+    if (p.print_path) {
+        toolchain_print(&p, stdout);
+        policy_free(&p);
+        return fflush(stdout) == 0 ? 0 : FB_EXIT_SETUP;
     }
     struct fb_result res;
     if (supervise_run(&p, &res, &err) < 0)

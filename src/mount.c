@@ -17,8 +17,9 @@
  *   /proc              new procfs for the pid namespace; /proc/sys, sysrq-trigger,
  *                      irq, bus read-only; kcore, keys, timer_list, kallsyms ...
  *                      covered by /dev/null
- *   interpreter        the real prefix of the command's interpreter when it
- *                      lives outside /usr (pyenv, nvm), read-only, same path
+ *   programs           what the command and the caller's interpreters need when
+ *                      they live outside /usr (a venv, a pyenv/nvm version
+ *                      directory, a single file; toolchain.c), read-only
  *   --ro-bind/--bind/--tmpfs and profile binds, in order, last
  *   no /sys, nothing else of the host.
  *
@@ -101,6 +102,8 @@ struct fb_layout {
     int workspace_fd;
     int cow_upper_fd; /* --cow-upper directory tree, or -1 */
     int *user_fds;    /* per p->mounts index: detached tree or -1 */
+    int *tool_fds;    /* per p->tool_binds index: detached tree or -1 */
+    size_t ntool;
     size_t nuser;
     int scratch_fd;   /* the scratch tmpfs (detached), or -1 before mount_scratch */
     mode_t umask;     /* the caller's, while mount_scratch..mount_build clear it */
@@ -131,6 +134,10 @@ void mount_layout_free(struct fb_layout *l)
         if (l->user_fds[i] >= 0)
             close(l->user_fds[i]);
     free(l->user_fds);
+    for (size_t i = 0; l->tool_fds && i < l->ntool; i++)
+        if (l->tool_fds[i] >= 0)
+            close(l->tool_fds[i]);
+    free(l->tool_fds);
     free(l);
 }
 
@@ -241,9 +248,17 @@ int mount_prepare(const struct fb_policy *p, struct fb_premounts *pre, struct fb
         if (add_host(l, "/etc/resolv.conf", "etc/resolv.conf", err) < 0)
             goto fail;
     }
-    for (size_t i = 0; i < p->ninterp_binds; i++)
-        if (add_host(l, p->interp_binds[i], p->interp_binds[i] + 1, err) < 0)
+    /* The programs' binds are attached after /tmp and before the user's,
+     * like theirs (a toolchain may live under /tmp on the host). */
+    l->ntool = p->ntool_binds;
+    l->tool_fds = fb_xcalloc(l->ntool ? l->ntool : 1, sizeof(int));
+    for (size_t i = 0; i < l->ntool; i++)
+        l->tool_fds[i] = -1;
+    for (size_t i = 0; i < l->ntool; i++) {
+        l->tool_fds[i] = clone_tree(p->tool_binds[i].src, RO_ATTRS, err);
+        if (l->tool_fds[i] < 0)
             goto fail;
+    }
 
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++) {
         snprintf(path, sizeof path, "/dev/%s", dev_nodes[i]);
@@ -696,6 +711,30 @@ int mount_open_in_root(int rootfd, const char *dst, int create_leaf, struct fb_e
     return dir;
 }
 
+/* The binds toolchain.c derived for the programs, at the path they are
+ * called by (resolved in the new root like the user's). */
+static int tool_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err)
+{
+    cleanup_close int root = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (root < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "opening the new root");
+    for (size_t i = 0; i < l->ntool; i++) {
+        struct stat st;
+        if (fstat(l->tool_fds[i], &st) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "%s", p->tool_binds[i].src);
+        cleanup_close int t =
+            mount_open_in_root(root, p->tool_binds[i].dst, S_ISDIR(st.st_mode) ? 1 : 2, err);
+        if (t < 0)
+            return -1;
+        if (move_mount(l->tool_fds[i], "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "mounting %s on %s", p->tool_binds[i].src,
+                            p->tool_binds[i].dst);
+        close(l->tool_fds[i]);
+        l->tool_fds[i] = -1;
+    }
+    return 0;
+}
+
 static int user_mounts(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err)
 {
     cleanup_close int root = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -823,7 +862,7 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
         goto out;
     if (setup_dev(p, l, err) < 0 || setup_proc(&sysfd, err) < 0)
         goto out;
-    if (user_mounts(p, l, err) < 0)
+    if (tool_mounts(p, l, err) < 0 || user_mounts(p, l, err) < 0)
         goto out;
     /* Everything not explicitly writable is read-only from here on. */
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};

@@ -1,9 +1,10 @@
 /* policy.c — the policy struct: defaults, appenders, validation of option
- * combinations, and the derived parts (where the command is, which
- * interpreter prefix to bind). Loading profiles is profile.c's job. */
+ * combinations, and the derived parts (where the command is and what is
+ * bound for it: toolchain.c). Loading profiles is profile.c's job. */
 #include "policy.h"
 
 #include "net.h"
+#include "toolchain.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -77,7 +78,14 @@ void policy_free(struct fb_policy *p)
         free(p->mounts[i].dst);
     }
     free(p->mounts);
-    free_strv(p->interp_binds, p->ninterp_binds);
+    for (size_t i = 0; i < p->ntool_binds; i++) {
+        free(p->tool_binds[i].src);
+        free(p->tool_binds[i].dst);
+        free(p->tool_binds[i].why);
+    }
+    free(p->tool_binds);
+    free(p->tool_path);
+    free_strv(p->tool_env, p->ntool_env);
     free_strv(p->env_set, p->nenv_set);
     free_strv(p->env_pass, p->nenv_pass);
     free(p->hostname);
@@ -310,200 +318,6 @@ const struct fb_allow *policy_allow_match(const struct fb_policy *p, const char 
     return NULL;
 }
 
-/* ---- command lookup and interpreter binds ---- */
-
-/* Trees that are bound into every sandbox at the same path; a command that
- * lives under one of them needs no extra bind. */
-static const char *const system_trees[] = {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/",
-                                           "/lib32/", "/libx32/", "/etc/alternatives/"};
-
-static bool in_system_tree(const char *path)
-{
-    for (size_t i = 0; i < FB_ARRAY_LEN(system_trees); i++)
-        if (!strncmp(path, system_trees[i], strlen(system_trees[i])))
-            return true;
-    return false;
-}
-
-static bool is_executable_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
-static char *dirname_dup(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return fb_xstrdup(".");
-    if (slash == path)
-        return fb_xstrdup("/");
-    return fb_xstrndup(path, (size_t)(slash - path));
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && !strcmp(s + a - b, suffix);
-}
-
-/* The pyenv version in effect: PYENV_VERSION, a .python-version file from the
- * current directory upwards, or $PYENV_ROOT/version. NULL = "system". */
-static char *pyenv_version(const char *root)
-{
-    const char *env = getenv("PYENV_VERSION");
-    char buf[256];
-    if (env && *env) {
-        snprintf(buf, sizeof buf, "%s", env);
-    } else {
-        buf[0] = 0;
-        char cwd[PATH_MAX];
-        if (getcwd(cwd, sizeof cwd)) {
-            for (;;) {
-                char f[PATH_MAX + 32];
-                snprintf(f, sizeof f, "%s/.python-version", strcmp(cwd, "/") ? cwd : "");
-                if (fb_read_file(f, buf, sizeof buf) > 0)
-                    break;
-                buf[0] = 0;
-                char *s = strrchr(cwd, '/');
-                if (!s || s == cwd)
-                    break;
-                *s = 0;
-            }
-        }
-        if (!buf[0]) {
-            char f[PATH_MAX];
-            snprintf(f, sizeof f, "%s/version", root);
-            if (fb_read_file(f, buf, sizeof buf) <= 0)
-                return NULL;
-        }
-    }
-    buf[strcspn(buf, ": \t\r\n")] = 0;
-    if (!buf[0] || !strcmp(buf, "system"))
-        return NULL;
-    return fb_xstrdup(buf);
-}
-
-/* If path is a pyenv shim (<root>/shims/<name>), the real program it runs, or
- * NULL when the version is "system" (then the search goes on down PATH). */
-static char *resolve_pyenv_shim(const char *path, const char *name, bool *is_shim)
-{
-    *is_shim = false;
-    cleanup_free char *dir = dirname_dup(path);
-    if (!ends_with(dir, "/shims"))
-        return NULL;
-    cleanup_free char *root = dirname_dup(dir);
-    cleanup_free char *versions = fb_xasprintf("%s/versions", root);
-    struct stat st;
-    if (stat(versions, &st) < 0 || !S_ISDIR(st.st_mode))
-        return NULL;
-    *is_shim = true;
-    cleanup_free char *v = pyenv_version(root);
-    if (!v)
-        return NULL;
-    char *real = fb_xasprintf("%s/%s/bin/%s", versions, v, name);
-    if (is_executable_file(real))
-        return real;
-    free(real);
-    return NULL;
-}
-
-static void add_interp_bind(struct fb_policy *p, const char *prefix)
-{
-    for (size_t i = 0; i < p->ninterp_binds; i++)
-        if (!strcmp(p->interp_binds[i], prefix))
-            return;
-    GROW(p->interp_binds, p->ninterp_binds);
-    p->interp_binds[p->ninterp_binds++] = fb_xstrdup(prefix);
-}
-
-/* The prefix to bind for a program outside the system trees: the parent of
- * its bin/ directory (a pyenv version, an nvm node, a venv), else its own
- * directory. The prefix must not be a home directory or the root itself. */
-static int bind_prefix_of(struct fb_policy *p, const char *program, struct fb_err *err)
-{
-    char real[PATH_MAX];
-    if (!realpath(program, real))
-        return fb_errno(err, FB_EXIT_SETUP, "%s", program);
-    if (in_system_tree(real))
-        return 0;
-    cleanup_free char *dir = dirname_dup(program);
-    char rdir[PATH_MAX];
-    if (!realpath(dir, rdir))
-        return fb_errno(err, FB_EXIT_SETUP, "%s", dir);
-    cleanup_free char *prefix = ends_with(rdir, "/bin") ? dirname_dup(rdir) : fb_xstrdup(rdir);
-    /* The program's real file must be inside what we bind. */
-    size_t pl = strlen(prefix);
-    if (strncmp(real, prefix, pl) || real[pl] != '/') {
-        free(prefix);
-        cleanup_free char *rd = dirname_dup(real);
-        prefix = ends_with(rd, "/bin") ? dirname_dup(rd) : fb_xstrdup(rd);
-    }
-    /* Refuse to expose a whole home directory or a top-level tree. */
-    const char *home = getenv("HOME");
-    if (!strcmp(prefix, "/") || (home && !strcmp(prefix, home)) ||
-        strchr(prefix + 1, '/') == NULL) {
-        return fb_errf(err, FB_EXIT_SETUP,
-                       "%s: lives in %s, which fluebox will not expose whole; use --ro-bind for "
-                       "what it needs",
-                       program, prefix);
-    }
-    add_interp_bind(p, prefix);
-    return 0;
-}
-
-/* Find argv[0] on the caller's PATH. Returns a malloc'ed path or NULL. */
-static char *lookup_host(const char *name, const char *host_path)
-{
-    if (!host_path || !*host_path)
-        host_path = "/usr/local/bin:/usr/bin:/bin";
-    cleanup_free char *copy = fb_xstrdup(host_path);
-    char *save = NULL;
-    for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
-        if (*d != '/')
-            continue; /* relative PATH entries mean nothing inside the sandbox */
-        cleanup_free char *cand = fb_xasprintf("%s/%s", d, name);
-        if (!is_executable_file(cand))
-            continue;
-        bool shim;
-        char *real = resolve_pyenv_shim(cand, name, &shim);
-        if (real)
-            return real;
-        if (shim)
-            continue; /* pyenv says "system": keep looking */
-        return fb_steal_ptr(cand);
-    }
-    return NULL;
-}
-
-/* Reads "#!interp" from a script; returns interp (malloc) or NULL. */
-static char *shebang_of(const char *path)
-{
-    char buf[256];
-    if (fb_read_file(path, buf, sizeof buf) < 3 || buf[0] != '#' || buf[1] != '!')
-        return NULL;
-    char *s = buf + 2;
-    while (*s == ' ' || *s == '\t')
-        s++;
-    s[strcspn(s, " \t\r\n")] = 0;
-    return *s == '/' ? fb_xstrdup(s) : NULL;
-}
-
-static bool mount_covers(const struct fb_policy *p, const char *path)
-{
-    for (size_t i = 0; i < p->nmounts; i++) {
-        const struct fb_mount *m = &p->mounts[i];
-        if (m->kind != FB_MNT_RO_BIND && m->kind != FB_MNT_BIND)
-            continue;
-        size_t l = strlen(m->dst);
-        if (!strncmp(path, m->dst, l) && (path[l] == '/' || path[l] == 0))
-            return true;
-    }
-    if (!strncmp(path, "/workspace/", 11) || !strncmp(path, "/tmp/", 5))
-        return true;
-    return false;
-}
-
 const char *policy_home(const struct fb_policy *p)
 {
     return p->uid == 0 ? "/root" : "/home/fluebox";
@@ -526,10 +340,10 @@ static void derive_disk(struct fb_policy *p)
     }
 }
 
-int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err)
+int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_err *err)
 {
     derive_disk(p);
-    if (!p->argv || !p->argv[0] || !p->argv[0][0])
+    if ((!p->argv || !p->argv[0] || !p->argv[0][0]) && !p->print_path)
         return fb_errf(err, FB_EXIT_SETUP, "no command given (usage: fluebox run [OPTIONS] -- CMD [ARGS...])");
     if (p->nallow && p->net == FB_NET_NONE) {
         if (p->net_explicit)
@@ -569,38 +383,6 @@ int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err
     if (p->changes_out && !p->cow)
         return fb_errf(err, FB_EXIT_SETUP, "--changes needs --cow");
 
-    /* The command: a name is looked up on the caller's PATH so that the same
-     * program runs inside as outside (a pyenv or nvm interpreter included); a
-     * path is taken as a path inside the sandbox. */
-    const char *cmd = p->argv[0];
-    free(p->exec_path);
-    p->exec_path = NULL;
-    if (!strchr(cmd, '/')) {
-        char *found = lookup_host(cmd, host_path);
-        if (found) {
-            if (p->bind_interpreter && bind_prefix_of(p, found, err) < 0) {
-                free(found);
-                return -1;
-            }
-            p->exec_path = found;
-        }
-        /* Not found on the host: the sandbox's PATH gets a chance, then 127. */
-    } else if (cmd[0] == '/' && !in_system_tree(cmd) && !mount_covers(p, cmd) &&
-               p->bind_interpreter && is_executable_file(cmd)) {
-        /* An absolute path is a path inside the sandbox; when it names a
-         * program of the host's that lives in a tree of its own (a venv, a
-         * toolchain), bring that tree along. Otherwise it simply will not be
-         * found inside (127). */
-        struct fb_err ignored;
-        bind_prefix_of(p, cmd, &ignored);
-    }
-    /* A script whose interpreter lives outside the system trees. */
-    const char *prog = p->exec_path ? p->exec_path : (cmd[0] == '/' ? cmd : NULL);
-    if (prog && p->bind_interpreter) {
-        cleanup_free char *interp = shebang_of(prog);
-        if (interp && !in_system_tree(interp) && is_executable_file(interp) &&
-            bind_prefix_of(p, interp, err) < 0)
-            return -1;
-    }
-    return 0;
+    /* The command, and what it and the caller's interpreters need. */
+    return toolchain_resolve(p, ce, err);
 }

@@ -114,6 +114,15 @@ struct fb_limits {
     bool require;       /* --require-limits: fail when a limit cannot be applied */
 };
 
+/* A read-only bind derived for a program (toolchain.c), with the reason. */
+struct fb_tool_bind {
+    char *src; /* host path, real */
+    char *dst; /* inside: the path the program is called by */
+    char *why; /* "python3 (pyenv version 3.11.7 (set by ...)): a pyenv version directory" */
+};
+
+struct fb_callenv;
+
 struct fb_policy {
     /* Where it came from, for the report and `profile show`. */
     char *profile_name;    /* "strict", "standard", "trusted" or the file name */
@@ -137,9 +146,15 @@ struct fb_policy {
     char *changes_out;     /* --changes FILE|- */
     struct fb_mount *mounts; /* profile + CLI binds, tmpfs and hides, in order */
     size_t nmounts;
-    bool bind_interpreter; /* bind the real location of the command's interpreter */
-    char **interp_binds;   /* derived: host prefixes bound read-only at the same path */
-    size_t ninterp_binds;
+    bool bind_interpreter; /* bind what the command and the caller's interpreters
+                              need (toolchain.c); false: nothing, the default PATH */
+    struct fb_tool_bind *tool_binds; /* derived: read-only binds for the programs */
+    size_t ntool_binds;
+    char *tool_path;       /* derived: the inside PATH (NULL: the default) */
+    char **tool_env;       /* derived: "K=V" from the caller (VIRTUAL_ENV, TLS trust);
+                              --env and --env-pass override them */
+    size_t ntool_env;
+    bool print_path;       /* --print-path: print the above and run nothing */
 
     /* Environment: the child gets exactly env_set, plus env_pass copied from ours. */
     char **env_set;        /* "K=V" */
@@ -199,9 +214,10 @@ void policy_clear_rules(struct fb_policy *p);
 int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err);
 int policy_add_resolve(struct fb_policy *p, const char *name_eq_ip, struct fb_err *err);
 
-/* Validate combinations and derive the rest (command lookup, interpreter binds).
- * host_path is the caller's PATH, used to find the command. */
-int policy_finish(struct fb_policy *p, const char *host_path, struct fb_err *err);
+/* Validate combinations and derive the rest: the command's location, the
+ * binds for it and the caller's interpreters, the inside PATH (toolchain.h).
+ * ce is the caller's environment (NULL: none, only the system's programs). */
+int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_err *err);
 
 /* The sandbox user's home inside: /root for uid 0, else /home/fluebox. */
 const char *policy_home(const struct fb_policy *p);

@@ -478,7 +478,7 @@ int session_policy_from_params(json_t *params, const struct foreign_rules *forei
      * without binding anything (it lives in the system tree). */
     p->argv = fb_xcalloc(2, sizeof(char *));
     p->argv[0] = fb_xstrdup("/bin/sh");
-    if (policy_finish(p, getenv("PATH"), &err) < 0) {
+    if (policy_finish(p, NULL, &err) < 0) {
         perr_set(e, "invalid_params", "%s", err.msg);
         goto out;
     }
