@@ -8,7 +8,9 @@
 #                   libFuzzer runtime (tests/suites/fuzz-*), node 18 or later
 #                   and npm (the Node client), user-mode-linux, busybox-static
 #                   and e2fsprogs (the Linux 6.1 / cgroup v2 guest, tests/vm),
-#                   containerd, runc and golang-go (fluebox oci's suites)
+#                   containerd, runc and golang-go (fluebox oci's suites),
+#                   python3-virtualenv, python3-pytest and python3-pip (the venv
+#                   and TLS trust tests, 60-toolchains and 61-trust)
 #   deps.sh bench   + bubblewrap (the benchmarks compare against it)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (make fuzz)
 #   deps.sh all     everything
@@ -18,7 +20,8 @@
 set -e
 build="gcc make pkg-config libseccomp-dev libjansson-dev"
 test="curl openssl iproute2 python3 python3-venv git procps util-linux strace
-  clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs containerd runc golang-go"
+  clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs containerd runc golang-go
+  python3-virtualenv python3-pytest python3-pip"
 want=$build; node=""
 case "${1:-build}" in
   build) ;;

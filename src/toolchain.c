@@ -684,7 +684,9 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
         rc = need_venv(t, venv, venv, false, label, err);
         if (rc == 0)
             rc = need_interp(t, real, label, err);
-    } else if (in_system_tree(real)) {
+    } else if (in_system_tree(real) || visible) {
+        /* There inside already (the system, the workspace, a user bind):
+         * only a script's interpreter may need more. */
         rc = need_interp(t, real, label, err);
     } else if ((vdir = version_dir_of(real, &kind))) {
         cleanup_free char *no = refuse_dir(t, vdir, false);
