@@ -89,7 +89,7 @@ declare -A ALLOWED=(
 # privilege and no optional kernel feature.
 MUST_ESCAPE_ANY="host_secret write_outside robind_write bind_traversal proc_pid_root
   host_proc_see host_signal host_vm_readv host_loopback abstract_unix dns_external ipc_host
-  env_leak inherited_fds fork_bomb mem_bomb tmp_fill caps_left no_new_privs
+  env_leak inherited_fds fork_bomb mem_bomb tmp_fill caps_left no_new_privs home_secrets
   seccomp_on personality proc_self_exe sysfs init_tamper session_files setuid_workspace
   rare_sockets"
 # ... and these too when root runs them (they need capabilities).
@@ -194,6 +194,7 @@ IS_ROOT=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/fbprobe.XXXXXX") || die "mktemp failed"
 chmod 755 "$TMP" # the sandbox's bind sources live here
 HELPER_PID=""
+FAKEHOME=""
 cleanup() {
     if [ -n "${SERVE_PID:-}" ]; then
         kill -TERM "$SERVE_PID" 2>/dev/null
@@ -204,9 +205,9 @@ cleanup() {
         wait "$HELPER_PID" 2>/dev/null
     fi
     if [ "$KEEP" = 1 ]; then
-        say "kept $TMP"
+        say "kept $TMP $FAKEHOME"
     else
-        rm -rf "$TMP"
+        rm -rf "$TMP" "$FAKEHOME"
     fi
 }
 trap cleanup EXIT
@@ -246,6 +247,23 @@ for p in "${PROBES[@]}"; do
     [ "$p" = session_files ] || cp "$BUILD/$p" "$TMP/bin/"
 done
 cp "$BUILD/helper/fbhost" "$TMP/bin/helper/"
+
+# home_secrets runs from a fake home's ~/.cargo/bin, with the secret beside
+# it in the places credentials live; copies in ~/bin and ~/.local/bin are
+# the caller's node and python3. Outside /tmp, which older fluebox never
+# bound.
+FAKEHOME=$(mktemp -d /var/tmp/fbprobe-home.XXXXXX) || die "mktemp under /var/tmp failed"
+chmod 755 "$FAKEHOME"
+mkdir -p "$FAKEHOME/.cargo/bin" "$FAKEHOME/.local/bin" "$FAKEHOME/.local/share" "$FAKEHOME/bin" "$FAKEHOME/.ssh"
+for f in .cargo/credentials.toml .local/share/keyring .ssh/id_rsa .npmrc; do
+    cp "$TMP/secret" "$FAKEHOME/$f"
+    chmod 644 "$FAKEHOME/$f" # as ~/.npmrc often is: readable by the sandbox's id when bound
+done
+if [ -x "$BUILD/home_secrets" ]; then
+    cp "$BUILD/home_secrets" "$FAKEHOME/.cargo/bin/home_secrets"
+    cp "$BUILD/home_secrets" "$FAKEHOME/.local/bin/python3"
+    cp "$BUILD/home_secrets" "$FAKEHOME/bin/node"
+fi
 
 # The helper runs from $TMP (its cwd is a way to the secret for proc_pid_root)
 # with a tag in its argv that only it carries.
@@ -353,7 +371,7 @@ sandbox_cmd() {
         "$FLUEBOX" run --profile "$profile" "${extra[@]}" --mem "$MEM" --pids "$PIDS" --disk "$DISK"
         --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
         --ro-bind "$TMP/bin:/probes" --ro-bind "$TMP/bindsrc:/data"
-        -- "/probes/$p" "$@")
+        -- "${SBX_PROG:-/probes/$p}" "$@")
 }
 
 # dos_cmd PROBE MODE WS OUT: the `fbhost pair` command of a cross-sandbox
@@ -407,8 +425,15 @@ run_one() {
     mkdir -p "$ws" "$TMP/fill-$p"
     ln -s ../secret "$ws/up"
     ln -s "$TMP/secret" "$ws/abs"
-    local cmd=()
+    local cmd=() prog="/probes/$p"
     [ "$p" = tiocsti ] && cmd+=("$TMP/bin/helper/fbhost" pty --)
+    if [ "$p" = home_secrets ]; then
+        cmd+=(env "HOME=$FAKEHOME/" "PATH=$FAKEHOME/bin:$FAKEHOME/.local/bin:$PATH")
+        [ "$mode" != bwrap ] && prog=$FAKEHOME/.cargo/bin/home_secrets
+        CTX_EXTRA=("home=$FAKEHOME")
+    else
+        CTX_EXTRA=()
+    fi
     if [ "$p" = session_files ]; then
         case "$mode" in
         none) cmd+=("$TMP/bin/helper/fbhost" session-files none none) ;;
@@ -433,11 +458,12 @@ run_one() {
     case "$mode" in
     session) ;;
     none)
-        cmd+=("$TMP/bin/$p" "${CTX[@]}" "data=$TMP/bindsrc" "fill=$TMP/fill-$p")
+        [ "$p" = home_secrets ] || prog=$TMP/bin/$p
+        cmd+=("$prog" "${CTX[@]}" "${CTX_EXTRA[@]}" "data=$TMP/bindsrc" "fill=$TMP/fill-$p")
         ;;
     bwrap)
         bwrap_cmd "$ws"
-        cmd+=("${BWRAP[@]}" -- "/probes/$p" "${CTX[@]}" data=/data fill=/tmp)
+        cmd+=("${BWRAP[@]}" -- "/probes/$p" "${CTX[@]}" "${CTX_EXTRA[@]}" data=/data fill=/tmp)
         ;;
     oci)
         local b=$TMP/oci-$p
@@ -452,7 +478,7 @@ run_one() {
         cmd+=("$FLUEBOX" oci --root "$TMP/ocistate" run --bundle "$b" "probe-$p")
         ;;
     *)
-        sandbox_cmd "$mode" "$ws" "$p" "${CTX[@]}" data=/data fill=/tmp
+        SBX_PROG=$prog sandbox_cmd "$mode" "$ws" "$p" "${CTX[@]}" "${CTX_EXTRA[@]}" data=/data fill=/tmp
         cmd+=("${SBX[@]}")
         ;;
     esac
