@@ -356,7 +356,7 @@ bwrap_cmd() {
         --clearenv --setenv PATH /usr/bin:/bin --setenv HOME /workspace --remount-ro /)
 }
 
-# sandbox_cmd MODE WS PROBE ARGS...: the command that runs PROBE ARGS under
+# sandbox_cmd MODE WS PROBE ARGS...: the command that runs PROBE (or $SBX_PROG) ARGS under
 # fluebox in MODE, in $SBX. sh records the pid fluebox will have, then
 # becomes fluebox.
 sandbox_cmd() {
