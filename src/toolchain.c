@@ -542,6 +542,9 @@ static char *lookup(struct tc *t, const char *name, char **via, struct fb_err *e
     for (char *d = strtok_r(copy, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
         if (*d != '/')
             continue; /* a relative entry means nothing inside */
+        size_t l = strlen(d);
+        while (l > 1 && d[l - 1] == '/')
+            d[--l] = 0;
         cleanup_free char *cand = fb_xasprintf("%s/%s", d, name);
         if (!tc_is_exec_file(cand))
             continue;
@@ -665,8 +668,9 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
     if (!host)
         return 0; /* only the sandbox's own: nothing of the host to bind */
     char real[PATH_MAX];
-    if (!realpath(host, real))
-        return 0; /* not there: inside it is not found either (127) */
+    struct stat st;
+    if (!realpath(host, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+        return 0; /* not there, or no program: inside it fails the same (127, 126) */
     int rc = 0;
     cleanup_free char *venv = venv_of(host);
     const char *kind = NULL;
