@@ -11,6 +11,7 @@
 #include "cli.h"
 
 #include "proto.h"
+#include "toolchain.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -333,6 +334,11 @@ static int session_create(int argc, char **argv)
     }
     opt_parsed_free(&parsed);
     json_t *params = json_pack("{s:o, s:I}", "options", opts, "ttlMs", (json_int_t)co.ttl);
+    /* The session's exec finds the python3, node, npm our PATH finds. */
+    char cwd[4096];
+    struct fb_callenv ce;
+    callenv_self(&ce, cwd, sizeof cwd);
+    json_object_set_new(params, "caller", callenv_to_json(&ce));
     if (co.idle >= 0)
         json_object_set_new(params, "idleTimeoutMs", json_integer(co.idle));
     struct cli c;

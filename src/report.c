@@ -5,6 +5,7 @@
 #include "report.h"
 
 #include "scnotify.h"
+#include "toolchain.h"
 
 #include <fcntl.h>
 #include <jansson.h>
@@ -133,29 +134,6 @@ static json_t *network_obj(const struct fb_result *r)
     return o;
 }
 
-/* What was bound for the programs and why, the inside PATH, and the
- * variables passed from the caller (names only: values may be long). */
-static json_t *toolchain_obj(const struct fb_policy *p)
-{
-    json_t *t = json_object();
-    json_object_set_new(t, "path", p->tool_path ? json_string(p->tool_path) : json_null());
-    json_object_set_new(t, "exec", p->exec_path ? json_string(p->exec_path) : json_null());
-    json_t *binds = json_array();
-    for (size_t i = 0; i < p->ntool_binds; i++) {
-        json_t *b = json_object();
-        json_object_set_new(b, "src", json_string(p->tool_binds[i].src));
-        json_object_set_new(b, "dst", json_string(p->tool_binds[i].dst));
-        json_object_set_new(b, "why", json_string(p->tool_binds[i].why));
-        json_array_append_new(binds, b);
-    }
-    json_object_set_new(t, "binds", binds);
-    json_t *env = json_array();
-    for (size_t i = 0; i < p->ntool_env; i++)
-        json_array_append_new(env, json_stringn(p->tool_env[i], strcspn(p->tool_env[i], "=")));
-    json_object_set_new(t, "env", env);
-    return t;
-}
-
 static json_t *report_json(const struct fb_policy *p, const struct fb_result *r)
 {
     json_t *o = json_object();
@@ -205,7 +183,7 @@ static json_t *report_json(const struct fb_policy *p, const struct fb_result *r)
     for (size_t i = 0; i < p->noverrides; i++)
         json_array_append_new(ov, json_string(p->overrides[i]));
     json_object_set_new(o, "overrides", ov);
-    json_object_set_new(o, "toolchain", toolchain_obj(p));
+    json_object_set_new(o, "toolchain", toolchain_json(p));
     json_object_set_new(o, "network", network_obj(r));
     json_object_set_new(o, "seccomp_denials", opt_int(r->seccomp_denials));
     if (r->seccomp.active)

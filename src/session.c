@@ -18,6 +18,7 @@
 #include "policy_set.h"
 #include "harden.h"
 #include "profile.h"
+#include "toolchain.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -417,6 +418,9 @@ int session_policy_from_params(json_t *params, const struct foreign_rules *forei
     struct fb_parsed parsed = {0};
     struct fb_err err = {0};
     int rc = -1;
+    struct fb_callenv ce = {0};
+    char **cenv = NULL;
+    json_t *caller = json_object_get(params, "caller");
 
     const char *profile, *cwd;
     json_t *options, *env;
@@ -445,6 +449,22 @@ int session_policy_from_params(json_t *params, const struct foreign_rules *forei
                 goto out;
             }
         }
+    }
+    if (caller && !json_is_null(caller)) {
+        /* The creating client's PATH, directory and version settings: what
+         * its exec'ed python3, node, npm are (toolchain.h). */
+        if (foreign) {
+            refuse(e, "caller",
+                   "the creating client's programs are only bound for the server's own uid");
+            goto out;
+        }
+        const char *bad = callenv_from_json(caller, &ce, &cenv);
+        if (bad) {
+            perr_param(e, "caller", "%s", bad);
+            goto out;
+        }
+    } else {
+        caller = NULL;
     }
     if (profile && check_profile(foreign, "profile", profile, e) < 0)
         goto out;
@@ -478,7 +498,7 @@ int session_policy_from_params(json_t *params, const struct foreign_rules *forei
      * without binding anything (it lives in the system tree). */
     p->argv = fb_xcalloc(2, sizeof(char *));
     p->argv[0] = fb_xstrdup("/bin/sh");
-    if (policy_finish(p, NULL, &err) < 0) {
+    if (policy_finish(p, caller ? &ce : NULL, &err) < 0) {
         perr_set(e, "invalid_params", "%s", err.msg);
         goto out;
     }
@@ -487,10 +507,14 @@ int session_policy_from_params(json_t *params, const struct foreign_rules *forei
     sp->exec_timeout_ms = timeout >= 0 ? timeout
                           : p->limits.timeout_ms > 0 ? p->limits.timeout_ms
                                                      : 0;
+    /* The caller's programs are bound when the sandbox is made: only a
+     * caller whose programs need nothing may use the pool (its PATH is set
+     * per exec). */
     if (sp->pool_ok)
-        sp->pool_ok = pool_fits(params);
+        sp->pool_ok = pool_fits(params) && !p->ntool_binds;
     rc = 0;
 out:
+    callenv_free_envp(cenv);
     opt_parsed_free(&parsed);
     if (rc < 0) {
         policy_free(p);
@@ -642,6 +666,7 @@ json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs
         json_object_set_new(o, "reason", json_string(s->death));
     json_object_set_new(o, "profile", json_string(p->profile_name ? p->profile_name : ""));
     json_object_set_new(o, "pooled", json_boolean(s->pooled));
+    json_object_set_new(o, "toolchain", toolchain_json(p));
     json_object_set_new(o, "workspace", p->workspace ? json_string(p->workspace) : json_null());
     json_object_set_new(o, "cwd", json_string(s->cwd ? s->cwd : "/workspace"));
     json_object_set_new(o, "network", json_string(net));

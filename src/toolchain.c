@@ -883,6 +883,106 @@ static void trust_settings(struct tc *t)
     }
 }
 
+/* ---- the caller over the wire, and the report ---- */
+
+bool toolchain_env_name(const char *k)
+{
+    static const char *const names[] = {"HOME",          "VIRTUAL_ENV",      "PYENV_VERSION",
+                                        "RUSTUP_HOME",   "RUSTUP_TOOLCHAIN", "VOLTA_HOME",
+                                        "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(names); i++)
+        if (!strcmp(k, names[i]))
+            return true;
+    for (size_t i = 0; toolchain_trust_vars[i]; i++)
+        if (!strcmp(k, toolchain_trust_vars[i]))
+            return true;
+    size_t l = strlen(k);
+    return l > 13 && !strncmp(k, "ASDF_", 5) && !strcmp(k + l - 8, "_VERSION");
+}
+
+json_t *callenv_to_json(const struct fb_callenv *ce)
+{
+    json_t *o = json_object(), *env = json_object();
+    if (ce->path)
+        json_object_set_new(o, "path", json_string(ce->path));
+    if (ce->cwd)
+        json_object_set_new(o, "cwd", json_string(ce->cwd));
+    for (char *const *e = ce->envp; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        cleanup_free char *k = fb_xstrndup(*e, (size_t)(eq - *e));
+        if (toolchain_env_name(k))
+            json_object_set_new(env, k, json_string(eq + 1));
+    }
+    json_object_set_new(o, "env", env);
+    return o;
+}
+
+void callenv_free_envp(char **envp)
+{
+    for (char **e = envp; e && *e; e++)
+        free(*e);
+    free(envp);
+}
+
+const char *callenv_from_json(json_t *j, struct fb_callenv *ce, char ***envp)
+{
+    memset(ce, 0, sizeof *ce);
+    *envp = NULL;
+    if (!json_is_object(j))
+        return "caller must be an object {\"path\", \"cwd\", \"env\"}";
+    json_t *path = json_object_get(j, "path"), *cwd = json_object_get(j, "cwd");
+    json_t *env = json_object_get(j, "env");
+    if (path && !json_is_null(path) && (!json_is_string(path) || json_string_length(path) > 65536))
+        return "caller.path must be a string (a PATH)";
+    if (cwd && !json_is_null(cwd) &&
+        (!json_is_string(cwd) || json_string_value(cwd)[0] != '/' || json_string_length(cwd) > 4095))
+        return "caller.cwd must be an absolute host path";
+    if (env && !json_is_null(env) && !json_is_object(env))
+        return "caller.env must be an object of strings";
+    const char *k;
+    json_t *v;
+    size_t n = 0;
+    json_object_foreach(env, k, v)
+    {
+        if (!json_is_string(v) || json_string_length(v) > 65536)
+            return "caller.env must be an object of strings";
+    }
+    char **out = fb_xcalloc(json_object_size(env) + 1, sizeof *out);
+    json_object_foreach(env, k, v)
+    {
+        if (toolchain_env_name(k)) /* the rest is no business of the server */
+            out[n++] = fb_xasprintf("%s=%s", k, json_string_value(v));
+    }
+    ce->path = json_string_value(path);
+    ce->cwd = json_string_value(cwd);
+    ce->envp = out;
+    *envp = out;
+    return NULL;
+}
+
+json_t *toolchain_json(const struct fb_policy *p)
+{
+    json_t *t = json_object();
+    json_object_set_new(t, "path", p->tool_path ? json_string(p->tool_path) : json_null());
+    json_object_set_new(t, "exec", p->exec_path ? json_string(p->exec_path) : json_null());
+    json_t *binds = json_array();
+    for (size_t i = 0; i < p->ntool_binds; i++) {
+        json_t *b = json_object();
+        json_object_set_new(b, "src", json_string(p->tool_binds[i].src));
+        json_object_set_new(b, "dst", json_string(p->tool_binds[i].dst));
+        json_object_set_new(b, "why", json_string(p->tool_binds[i].why));
+        json_array_append_new(binds, b);
+    }
+    json_object_set_new(t, "binds", binds);
+    json_t *env = json_array();
+    for (size_t i = 0; i < p->ntool_env; i++)
+        json_array_append_new(env, json_stringn(p->tool_env[i], strcspn(p->tool_env[i], "=")));
+    json_object_set_new(t, "env", env);
+    return t;
+}
+
 /* ---- entry points ---- */
 
 static void warn_name(const struct fb_policy *p, const char *name, const struct fb_err *e)

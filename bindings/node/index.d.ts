@@ -63,6 +63,13 @@ export interface SessionOptions extends Limits {
   options?: string[];
   /** `false`: never take a sandbox from the warm pool. */
   pool?: boolean;
+  /**
+   * Whose `python3`, `node`, `npm`... the session's exec finds: by default
+   * this process's (its PATH, directory, HOME, VIRTUAL_ENV, version-manager
+   * and TLS trust settings; nothing else of the environment is sent). An
+   * object gives them explicitly; `false` sends none (the system's only).
+   */
+  caller?: boolean | { path?: string; cwd?: string; env?: Record<string, string> } | null;
   /** Free text (up to 256 bytes), echoed in the info object; listSessions can filter on it. */
   label?: string | null;
 }

@@ -279,3 +279,34 @@ if [ -n "$REALPY" ] && { as_root || setpriv --reuid="$FB_AS" --regid="$FB_AS" --
 else
   skip "the machine's pyenv Python" "no pyenv Python readable by $FB_AS (PYENV_ROOT or pyenv on PATH)"
 fi
+
+# ---- issue 14.2: sessions take the creating client's programs ----
+SOCK=$T/fb.sock
+if [ "$FB_AS" = root ]; then SRVCMD=("$FB"); else
+  SRVCMD=(setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups --reset-env -- env PATH="$SYS" HOME=/tmp "$FB")
+  chown "$FB_AS" "$T"
+fi
+# The server's own PATH has none of the caller's programs.
+"${SRVCMD[@]}" serve --socket "$SOCK" --pool 0 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; rm -rf "$H"' EXIT
+for _ in $(seq 1 200); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done
+if grep -q ready "$T/ready" 2>/dev/null; then
+  fbe HOME="$H" PATH="$H/.pyenv/shims:$SYS" -- session create --socket "$SOCK"
+  ID=$OUT
+  fbe HOME="$H" PATH="$SYS" -- exec --socket "$SOCK" "$ID" -- sh -c "python3 -c 'import sys; print(sys.executable)'; $TRY"
+  case "$OUT" in "$H/.pyenv/versions/3.99.1/bin/python3"*ran) ok "session: exec's sh -c python3 is the creating client's (pyenv)" ;;
+    *) fail "session: exec's sh -c python3 is the creating client's (pyenv)" "rc $RC $OUT $ERR" ;; esac
+  case "$OUT" in *CANARY*) fail "session: no canary readable" "$OUT" ;; *) ok "session: no canary readable" ;; esac
+  fbe HOME="$H" PATH="$SYS" -- session info --socket "$SOCK" "$ID"
+  case "$OUT" in *'"toolchain"'*"pyenv version 3.99.1"*) ok "session info says what was bound and why" ;;
+    *) fail "session info says what was bound and why" "$OUT" ;; esac
+  fbe HOME="$H" PATH="$SYS" -- session rm --socket "$SOCK" "$ID"
+  fbe HOME="$H" PATH="$V/bin:$SYS" VIRTUAL_ENV="$V" -- session create --socket "$SOCK"
+  ID=$OUT
+  fbe PATH="$SYS" -- exec --socket "$SOCK" "$ID" -- sh -c 'python -c "import sys; print(sys.prefix)"; echo "$VIRTUAL_ENV"'
+  [ "$OUT" = "$V"$'\n'"$V" ] && ok "session: the creating client's activated venv" || fail "session: the creating client's activated venv" "rc $RC $OUT $ERR"
+  fbe PATH="$SYS" -- session rm --socket "$SOCK" "$ID"
+else
+  fail "session tests: serve did not start" "$(cat "$T/serve.err")"
+fi

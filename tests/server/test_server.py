@@ -243,6 +243,10 @@ def t_create_params(srv):
         ({"options": ["--report", "/tmp/x"]}, "options"),
         ({"options": "--mem 1G"}, "options"),
         ({"cwd": "relative"}, "cwd"),
+        ({"caller": "PATH=/usr/bin"}, "caller"),
+        ({"caller": {"path": 1}}, "caller"),
+        ({"caller": {"cwd": "relative"}}, "caller"),
+        ({"caller": {"env": {"HOME": 1}}}, "caller"),
     ]
     for params, param in bad:
         _, e = c.try_call("session.create", params)
@@ -892,6 +896,7 @@ def t_other_uid():
                  "out=[c.try_call('file.read',{'session':s,'path':'f'})[1]['code'], "
                  "c.try_call('session.create',{'workspace':'/etc'})[1]['code'], "
                  "c.try_call('session.create',{'options':['--bind','/etc:/x']})[1]['code'], "
+                 "c.try_call('session.create',{'caller':{'path':'/x/bin'}})[1]['code'], "
                  "len(c.call('session.list')['sessions'])]; print(json.dumps(out))") % HERE
         r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PY, "-c", code2, srv.sock, s],
                            capture_output=True, text=True)
@@ -899,8 +904,8 @@ def t_other_uid():
             out = json.loads(r.stdout)
         except ValueError:
             out = r.stderr[-300:]
-        check("a third uid: not_found, host paths permission_denied, empty list",
-              out == ["not_found", "permission_denied", "permission_denied", 0], out)
+        check("a third uid: not_found, host paths and caller permission_denied, empty list",
+              out == ["not_found", "permission_denied", "permission_denied", "permission_denied", 0], out)
         r = subprocess.run(["setpriv", "--reuid=" + TUSER, "--regid=" + TUSER, "--init-groups", PY, "-c",
                             ("import sys; sys.path.insert(0,%r); import fbc; c=fbc.Conn(sys.argv[1]); "
                              "print(c.call('file.read',{'session':sys.argv[2],'path':'f'})['data'])") % HERE, srv.sock, s],

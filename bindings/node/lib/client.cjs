@@ -29,8 +29,28 @@ const STREAM_LOW = 1024 * 1024;
 const SESSION_KEYS = new Set([
   'profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
   'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'ttlMs', 'idleTimeoutMs',
-  'options', 'pool', 'label',
+  'options', 'pool', 'label', 'caller',
 ]);
+
+/* The variables of the caller's environment fluebox reads to find the
+ * caller's python3, node, npm (docs/protocol.md, "caller"); nothing else of
+ * the environment is sent. */
+const CALLER_ENV = new Set([
+  'HOME', 'VIRTUAL_ENV', 'PYENV_VERSION', 'RUSTUP_HOME', 'RUSTUP_TOOLCHAIN', 'VOLTA_HOME',
+  'ASDF_DEFAULT_TOOL_VERSIONS_FILENAME', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR',
+  'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'PIP_CERT', 'GIT_SSL_CAINFO',
+]);
+
+/** This process's PATH, directory and the variables of CALLER_ENV. */
+function callerOf(env = process.env, cwd = process.cwd()) {
+  const e = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (typeof v === 'string' && (CALLER_ENV.has(k) || /^ASDF_.+_VERSION$/.test(k))) e[k] = v;
+  }
+  const c = { env: e, cwd };
+  if (typeof env.PATH === 'string') c.path = env.PATH;
+  return c;
+}
 const LIMIT_KEYS = ['memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs'];
 const EXEC_KEYS = new Set(['cwd', 'env', 'stdin', 'timeoutMs', 'signal', 'encoding', 'maxOutputBytes', 'execId']);
 
@@ -72,6 +92,10 @@ function sessionParams(opts) {
   for (const k of ['profile', 'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'options', 'pool', 'label']) {
     if (opts[k] !== undefined) p[k] = opts[k];
   }
+  // By default the session's exec finds the python3, node, npm this
+  // process's PATH finds; `caller: false` sends nothing (the system's only).
+  if (opts.caller === undefined || opts.caller === true) p.caller = callerOf();
+  else if (opts.caller !== false && opts.caller !== null) p.caller = opts.caller;
   if (opts.ttlMs !== undefined) p.ttlMs = ceilMs(opts.ttlMs, 'ttlMs');
   if (opts.idleTimeoutMs !== undefined) p.idleTimeoutMs = ceilMs(opts.idleTimeoutMs, 'idleTimeoutMs');
   if (typeof p.workspace === 'string') p.workspace = require('node:path').resolve(p.workspace);
@@ -580,4 +604,4 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   };
 }
 
-module.exports = { Fluebox, Session, ExecStream, sessionParams, ConnectionError };
+module.exports = { Fluebox, Session, ExecStream, sessionParams, callerOf, ConnectionError };

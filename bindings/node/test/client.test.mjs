@@ -362,3 +362,41 @@ describe('errors', () => {
     assert.ok(e instanceof FlueboxError);
   });
 });
+
+describe('the caller\'s programs (caller)', () => {
+  test('by default the caller is this process: its PATH, directory and only the variables fluebox reads', async () => {
+    const { sessionParams } = await import('../lib/client.cjs');
+    process.env.FLUEBOX_TEST_NOT_SENT = 'x';
+    try {
+      const p = sessionParams({});
+      assert.equal(p.caller.path, process.env.PATH);
+      assert.equal(p.caller.cwd, process.cwd());
+      assert.equal(p.caller.env.FLUEBOX_TEST_NOT_SENT, undefined);
+      assert.equal(sessionParams({ caller: false }).caller, undefined);
+    } finally {
+      delete process.env.FLUEBOX_TEST_NOT_SENT;
+    }
+  });
+
+  test('an activated venv of the caller: exec (sh -c python) runs in it', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const dir = tmpdir('fbvenv-');
+    const venv = path.join(dir, 'venv');
+    execFileSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', venv]);
+    const v = await fb.createSession({ caller: { path: `${venv}/bin:/usr/bin:/bin`, env: { VIRTUAL_ENV: venv } } });
+    try {
+      assert.ok(v.createInfo.toolchain.binds.some((b) => b.dst === venv), JSON.stringify(v.createInfo.toolchain));
+      const r = await v.exec('python -c "import sys; print(sys.prefix)"; echo "$VIRTUAL_ENV"');
+      assert.equal(r.stdout, `${venv}\n${venv}\n`);
+    } finally {
+      await v.destroy();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+    const none = await fb.createSession({ caller: false });
+    try {
+      assert.equal((await none.exec('command -v python3')).stdout, '/usr/bin/python3\n');
+    } finally {
+      await none.destroy();
+    }
+  });
+});

@@ -197,9 +197,13 @@ def session_params(
     options: Optional[Sequence[str]] = None,
     pool: Optional[bool] = None,
     label: Optional[str] = None,
+    caller: Union[bool, Mapping[str, Any], None] = True,
 ) -> Dict[str, Any]:
     """session.create parameters. Durations are in seconds (``timeout`` is the
-    default timeout of each exec; ``ttl`` and ``idle_timeout`` the session's)."""
+    default timeout of each exec; ``ttl`` and ``idle_timeout`` the session's).
+    ``caller``: whose python3, node, npm the session's exec finds: True (the
+    default) this process's (see caller_of), a mapping {"path", "cwd", "env"}
+    to give them, False or None for the system's only."""
     p: Dict[str, Any] = {}
     lim: Dict[str, Any] = dict(limits or {})
     for k, wire in _LIMIT_KEYS.items():
@@ -237,7 +241,32 @@ def session_params(
         p["pool"] = bool(pool)
     if label is not None:
         p["label"] = label
+    if caller is True:
+        p["caller"] = caller_of()
+    elif caller:
+        p["caller"] = dict(caller)
     return p
+
+
+# The variables of the caller's environment fluebox reads to find its
+# programs (docs/protocol.md, "caller"); nothing else is sent.
+CALLER_ENV = frozenset({
+    "HOME", "VIRTUAL_ENV", "PYENV_VERSION", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "VOLTA_HOME",
+    "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME", "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE",
+    "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "PIP_CERT", "GIT_SSL_CAINFO",
+})
+
+
+def caller_of(env: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None) -> Dict[str, Any]:
+    """This process's PATH, directory and the variables of CALLER_ENV: a
+    session.create "caller" object."""
+    env = os.environ if env is None else env
+    e = {k: v for k, v in env.items()
+         if k in CALLER_ENV or (k.startswith("ASDF_") and k.endswith("_VERSION") and len(k) > 13)}
+    c: Dict[str, Any] = {"env": e, "cwd": cwd if cwd is not None else os.getcwd()}
+    if "PATH" in env:
+        c["path"] = env["PATH"]
+    return c
 
 
 def new_exec_id() -> str:

@@ -310,7 +310,8 @@ class Fluebox:
         """Creates a session. Keyword arguments: memory, cpus, pids, disk,
         nofile, fsize, timeout (default per exec, seconds), limits, network,
         allow_net, workspace, cow, cwd, env, ttl, idle_timeout (seconds),
-        options (extra `fluebox run` flags), pool."""
+        options (extra `fluebox run` flags), pool, label, caller (whose
+        python3/node/npm exec finds: this process's by default)."""
         info = self.request("session.create", C.session_params(profile, **options))
         return Session(self, info["session"], info)
 

@@ -102,6 +102,30 @@ class ClientTest(unittest.TestCase):
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
+    def test_caller_default_and_venv(self):
+        # By default the caller is this process, with only the variables
+        # fluebox reads; a caller's activated venv is what exec runs.
+        from fluebox import _common
+        os.environ["FLUEBOX_TEST_NOT_SENT"] = "x"
+        try:
+            c = _common.session_params(None)["caller"]
+            self.assertEqual((c["path"], c["cwd"]), (os.environ["PATH"], os.getcwd()))
+            self.assertNotIn("FLUEBOX_TEST_NOT_SENT", c["env"])
+            self.assertNotIn("caller", _common.session_params(None, caller=False))
+        finally:
+            del os.environ["FLUEBOX_TEST_NOT_SENT"]
+        d = tmpdir()
+        try:
+            venv = os.path.join(d, "venv")
+            import subprocess
+            subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", venv], check=True)
+            with self.fb.session(caller={"path": venv + "/bin:/usr/bin:/bin",
+                                         "env": {"VIRTUAL_ENV": venv}}) as v:
+                r = v.exec('python -c "import sys; print(sys.prefix)"; echo "$VIRTUAL_ENV"')
+                self.assertEqual(r.stdout, "%s\n%s\n" % (venv, venv))
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_raw_request(self):
         self.assertEqual(self.fb.request("session.info", {"session": self.s.id})["session"], self.s.id)
         with self.assertRaises(ProtocolError) as cm:
