@@ -111,17 +111,16 @@ struct tc {
     const struct fb_callenv *ce;
     char **homes;
     size_t nhomes;
+    bool homes_read;
     struct shim_map *maps;
     size_t nmaps;
     int depth;
 };
 
-static void add_home(struct tc *t, const char *h)
+static void add_home(struct tc *t, const char *v)
 {
-    if (!h || h[0] != '/')
+    if (!v || v[0] != '/')
         return;
-    char real[PATH_MAX];
-    const char *v = realpath(h, real) ? real : h;
     for (size_t i = 0; i < t->nhomes; i++)
         if (!strcmp(t->homes[i], v))
             return;
@@ -130,9 +129,13 @@ static void add_home(struct tc *t, const char *h)
 }
 
 /* Every home directory: the caller's (HOME, made real; ours from passwd
- * when HOME is unset) and every one /etc/passwd names. */
+ * when HOME is unset) and every one /etc/passwd names (as written there).
+ * Read on first need: most runs bind nothing. */
 static void collect_homes(struct tc *t)
 {
+    if (t->homes_read)
+        return;
+    t->homes_read = true;
     cleanup_free char *h = tc_home(t->ce);
     add_home(t, h);
     char buf[65536];
@@ -169,8 +172,9 @@ static void tc_free(struct tc *t)
 }
 
 /* Why a directory must not be bound whole, or NULL when it may. */
-static char *refuse_dir(const struct tc *t, const char *dir, bool is_venv)
+static char *refuse_dir(struct tc *t, const char *dir, bool is_venv)
 {
+    collect_homes(t);
     if (!strcmp(dir, "/"))
         return fb_xstrdup("it is the root directory");
     for (size_t i = 0; i < t->nhomes; i++) {
@@ -548,6 +552,10 @@ static char *lookup(struct tc *t, const char *name, char **via, struct fb_err *e
         cleanup_free char *cand = fb_xasprintf("%s/%s", d, name);
         if (!tc_is_exec_file(cand))
             continue;
+        /* A shim in a system tree runs inside as it does outside: its
+         * manager's tree is there too. */
+        if (in_system_tree(cand))
+            return fb_steal_ptr(cand);
         struct shim_res r;
         switch (shim_resolve(cand, name, t->ce, &r)) {
         case SHIM_NONE:
@@ -663,6 +671,13 @@ static bool exists_inside(const struct tc *t, const char *path)
 static int need_program_at(struct tc *t, const char *prog, const char *label, char **exec_out,
                            struct fb_err *err)
 {
+    struct stat lst;
+    if (in_system_tree(prog) && lstat(prog, &lst) == 0 && S_ISREG(lst.st_mode)) {
+        /* The system's: only a script's interpreter may be elsewhere. */
+        if (exec_out)
+            *exec_out = fb_xstrdup(prog);
+        return need_interp(t, prog, label, err);
+    }
     bool visible;
     cleanup_free char *host = host_of(t, prog, &visible);
     if (!host)
@@ -672,6 +687,12 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
     if (!realpath(host, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
         return 0; /* not there, or no program: inside it fails the same (127, 126) */
     int rc = 0;
+    if (!visible && tool_bind_covers(t->p, prog)) {
+        /* In a tree bound for an earlier program (python after python3). */
+        if (exec_out)
+            *exec_out = fb_xstrdup(prog);
+        return 0;
+    }
     cleanup_free char *venv = venv_of(host);
     const char *kind = NULL;
     cleanup_free char *vdir = NULL;
@@ -852,13 +873,13 @@ static void trust_settings(struct tc *t)
             char *nv = fb_xasprintf("%s%s%s", value, *value ? ":" : "", abs);
             free(value);
             value = nv;
+            /* The system's (/etc/ssl is bound, its links lead into /usr). */
+            if (in_system_tree(abs) || under(abs, "/etc/ssl"))
+                continue;
             char real[PATH_MAX];
             struct stat st;
             if (!realpath(abs, real) || stat(real, &st) < 0)
                 continue; /* passed as it is: the tool says what is wrong, as outside */
-            bool sys = in_system_tree(real) || under(real, "/etc/ssl");
-            if (sys && (in_system_tree(abs) || under(abs, "/etc/ssl")))
-                continue; /* there inside already */
             cleanup_free char *no = NULL;
             if (S_ISDIR(st.st_mode))
                 no = refuse_dir(t, real, false);
@@ -995,7 +1016,6 @@ int toolchain_resolve(struct fb_policy *p, const struct fb_callenv *ce, struct f
 {
     static const struct fb_callenv none = {0};
     struct tc t = {.p = p, .ce = ce ? ce : &none};
-    collect_homes(&t);
     int rc = -1;
     free(p->exec_path);
     p->exec_path = NULL;
@@ -1045,6 +1065,16 @@ int toolchain_resolve(struct fb_policy *p, const struct fb_callenv *ce, struct f
             if (e.msg[0])
                 warn_name(p, toolchain_names[i], &e);
             continue;
+        }
+        if (in_system_tree(found)) {
+            /* There inside already, unless it links out of the system
+             * (/usr/local/bin/node -> an nvm node). */
+            struct stat lst;
+            char real[PATH_MAX];
+            if (lstat(found, &lst) == 0 && !S_ISLNK(lst.st_mode))
+                continue;
+            if (realpath(found, real) && in_system_tree(real))
+                continue;
         }
         cleanup_free char *label = via ? fb_xasprintf("%s (%s)", toolchain_names[i], via)
                                        : fb_xstrdup(toolchain_names[i]);
