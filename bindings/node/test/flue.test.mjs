@@ -271,6 +271,29 @@ describe('paths', () => {
   });
 });
 
+describe('the caller\'s programs', () => {
+  test('the bash tool finds the python3 of the process that created the sandbox (an activated venv)', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const dir = tmpdir('fbflue-venv-');
+    const venv = path.join(dir, 'venv');
+    execFileSync('/usr/bin/python3', ['-m', 'venv', '--without-pip', venv]);
+    const saved = { PATH: process.env.PATH, VIRTUAL_ENV: process.env.VIRTUAL_ENV };
+    process.env.PATH = `${venv}/bin:${saved.PATH}`;
+    process.env.VIRTUAL_ENV = venv;
+    try {
+      const f = fluebox({ socket: srv.socket, workspaceRoot: root });
+      const t = await f.createSandbox({ id: 'caller-venv' });
+      const r = await t.exec('python3 -c "import sys; print(sys.prefix)"; echo "$VIRTUAL_ENV"');
+      assert.equal(r.stdout, `${venv}\n${venv}\n`, r.stderr);
+    } finally {
+      process.env.PATH = saved.PATH;
+      if (saved.VIRTUAL_ENV === undefined) delete process.env.VIRTUAL_ENV;
+      else process.env.VIRTUAL_ENV = saved.VIRTUAL_ENV;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('durability', () => {
   test('the same id returns the same sandbox and the same workspace', async () => {
     await sb.writeFile('durable.txt', 'kept');
