@@ -112,6 +112,9 @@ struct tc {
     char **homes;
     size_t nhomes;
     bool homes_read;
+    int untrusted;  /* > 0: following a reference found in a file the sandbox
+                       can write or could have written (the workspace, a
+                       bind): no host script is bound on its word */
     struct shim_map *maps;
     size_t nmaps;
     int depth;
@@ -684,7 +687,8 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
         return 0; /* only the sandbox's own: nothing of the host to bind */
     char real[PATH_MAX];
     struct stat st;
-    if (!realpath(host, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+    if (!realpath(host, real) || stat(real, &st) < 0 || !S_ISREG(st.st_mode) ||
+        access(real, X_OK) < 0)
         return 0; /* not there, or no program: inside it fails the same (127, 126) */
     int rc = 0;
     if (!visible && tool_bind_covers(t->p, prog)) {
@@ -700,10 +704,12 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
     if (venv) {
         cleanup_free char *inside = tc_dirname(prog);
         char *vin = tc_dirname(inside);
+        t->untrusted += visible;
         rc = need_venv(t, venv, vin, visible, label, err);
         free(vin);
         if (rc == 0)
             rc = need_interp(t, host, label, err);
+        t->untrusted -= visible;
     } else if ((venv = venv_of(real))) {
         /* A link into a venv's bin/ (pipx, uv tool): the venv, where it is. */
         rc = need_venv(t, venv, venv, false, label, err);
@@ -712,7 +718,9 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
     } else if (in_system_tree(real) || visible) {
         /* There inside already (the system, the workspace, a user bind):
          * only a script's interpreter may need more. */
+        t->untrusted += visible;
         rc = need_interp(t, real, label, err);
+        t->untrusted -= visible;
     } else if ((vdir = version_dir_of(real, &kind))) {
         cleanup_free char *no = refuse_dir(t, vdir, false);
         if (no)
@@ -744,6 +752,10 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
                                           "are under %s", lib);
                 return cannot_tell(err, label, prog, why);
             }
+            if (t->untrusted)
+                return cannot_tell(err, label, prog,
+                                   "a host script named by a file in the workspace or a bind; "
+                                   "fluebox binds none on such a file's word");
             if (!realpath(hdir, rhdir) || strcmp(rhdir, rdir)) {
                 snprintf(why, sizeof why, "a link into %s, which is no layout fluebox knows", rdir);
                 return cannot_tell(err, label, prog, why);

@@ -263,6 +263,18 @@ fbe HOME="$H" PATH="$H/.pyenv/shims:$SYS" -- run --workspace "$T/ws" -- sh -c 'p
 fbe HOME="$H" PATH="$SYS" -- run --workspace "$T/ws" -- /workspace/pv/bin/python -c 'import sys; print(sys.executable, sys.prefix)'
 [ "$OUT" = "/workspace/pv/bin/python /workspace/pv" ] && ok "... a later run binds its base from pyvenv.cfg" || fail "... a later run binds its base from pyvenv.cfg" "rc $RC $OUT $ERR"
 
+# What the sandbox wrote (a script in the workspace, a venv's link) never
+# gets a host script bound: a shebang naming one is refused.
+printf '#!/bin/sh\necho CANARY-script\n' > "$H/bin/deploy"; chmod 755 "$H/bin/deploy"
+printf '#!%s/bin/deploy\n' "$H" > "$T/ws/x.sh"; chmod 755 "$T/ws/x.sh"
+fbe HOME="$H" PATH="$SYS" -- run --workspace "$T/ws" -- /workspace/x.sh
+case "$RC:$OUT:$ERR" in 125::*"named by a file in the workspace"*--ro-bind*) ok "a workspace script's #! naming a host script: refused" ;;
+  *) fail "a workspace script's #! naming a host script: refused" "rc $RC $OUT $ERR" ;; esac
+mkdir -p "$T/ws/evil/bin"; printf 'home = %s/bin\n' "$H" > "$T/ws/evil/pyvenv.cfg"; ln -s "$H/bin/deploy" "$T/ws/evil/bin/python"
+fbe HOME="$H" PATH="$SYS" -- run --workspace "$T/ws" -- /workspace/evil/bin/python
+case "$RC:$OUT" in 125:) ok "a workspace venv linking to a host script: refused" ;;
+  *) fail "a workspace venv linking to a host script: refused" "rc $RC $OUT $ERR" ;; esac
+
 # The machine's pyenv, when there is one this user can read.
 PYENV_ROOT=${PYENV_ROOT:-$(command -v pyenv >/dev/null && pyenv root 2>/dev/null)}
 REALPY=""
