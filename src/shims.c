@@ -4,6 +4,8 @@
  * guess. */
 #include "shims.h"
 
+#include "progfile.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <jansson.h>
@@ -12,71 +14,6 @@
 #include <sys/stat.h>
 
 /* ---- helpers ---- */
-
-char *tc_dirname(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return fb_xstrdup(".");
-    if (slash == path)
-        return fb_xstrdup("/");
-    return fb_xstrndup(path, (size_t)(slash - path));
-}
-
-bool tc_is_dir(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-bool tc_exists(const char *path)
-{
-    struct stat st;
-    return lstat(path, &st) == 0;
-}
-
-bool tc_is_exec_file(const char *path)
-{
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
-
-char *tc_home(const struct fb_callenv *ce)
-{
-    const char *h = callenv_get(ce, "HOME");
-    char real[PATH_MAX];
-    if (h && h[0] == '/' && realpath(h, real))
-        return fb_xstrdup(real);
-    /* HOME unset or unusable: the passwd entry of our uid, read from the
-     * file (no NSS in a static binary). */
-    char buf[65536];
-    if (fb_read_file("/etc/passwd", buf, sizeof buf) <= 0)
-        return NULL;
-    char want[32];
-    snprintf(want, sizeof want, "%u", (unsigned)getuid());
-    char *save = NULL;
-    for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-        char *f[7] = {0};
-        int n = 0;
-        for (char *s = line; n < 7; n++) {
-            f[n] = s;
-            char *c = strchr(s, ':');
-            if (!c)
-                break;
-            *c = 0;
-            s = c + 1;
-        }
-        if (n >= 5 && f[2] && f[5] && !strcmp(f[2], want) && f[5][0] == '/')
-            return realpath(f[5], real) ? fb_xstrdup(real) : fb_xstrdup(f[5]);
-    }
-    return NULL;
-}
 
 void shim_res_free(struct shim_res *r)
 {
@@ -190,7 +127,7 @@ static enum shim_kind pyenv_shim(const char *root, const char *name, const struc
             char *prog = fb_xasprintf("%s/bin/%s", vd, name);
             if (tc_is_exec_file(prog)) {
                 out->path = prog;
-                out->why = fb_xasprintf("pyenv version %s (set by %s)", base_name(vd), src);
+                out->why = fb_xasprintf("pyenv version %s (set by %s)", tc_base_name(vd), src);
                 return SHIM_RESOLVED;
             }
             free(prog);
@@ -228,7 +165,7 @@ static bool asdf_version_selected(const char *plugin, const struct fb_callenv *c
     }
     const char *fname = callenv_get(ce, "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME");
     const char *names[] = {fname && *fname && !strchr(fname, '/') ? fname : ".tool-versions", NULL};
-    cleanup_free char *home = tc_home(ce);
+    cleanup_free char *home = callenv_home(ce);
     char *cands[2] = {find_upwards(ce->cwd, names),
                       home ? fb_xasprintf("%s/%s", home, names[0]) : NULL};
     bool found = false;
@@ -432,7 +369,7 @@ static enum shim_kind rustup_shim(const char *name, const struct fb_callenv *ce,
                                   struct shim_res *out)
 {
     const char *rh = callenv_get(ce, "RUSTUP_HOME");
-    cleanup_free char *home = tc_home(ce);
+    cleanup_free char *home = callenv_home(ce);
     cleanup_free char *rhome = rh && rh[0] == '/' ? fb_xstrdup(rh)
                                : home           ? fb_xasprintf("%s/.rustup", home)
                                                 : NULL;
@@ -443,7 +380,7 @@ static enum shim_kind rustup_shim(const char *name, const struct fb_callenv *ce,
     char *prog = tdir ? fb_xasprintf("%s/bin/%s", tdir, name) : NULL;
     if (prog && tc_is_exec_file(prog)) {
         out->path = prog;
-        out->why = fb_xasprintf("rustup toolchain %s (set by %s)", base_name(tdir), src);
+        out->why = fb_xasprintf("rustup toolchain %s (set by %s)", tc_base_name(tdir), src);
         return SHIM_RESOLVED;
     }
     free(prog);
@@ -461,7 +398,7 @@ static bool is_rustup_proxy(const char *cand, const char *name)
     ssize_t n = readlink(cand, link, sizeof link - 1);
     if (n > 0) {
         link[n] = 0;
-        if (!strcmp(base_name(link), "rustup"))
+        if (!strcmp(tc_base_name(link), "rustup"))
             return true;
     }
     cleanup_free char *dir = tc_dirname(cand);
@@ -541,7 +478,7 @@ enum shim_kind shim_resolve(const char *cand, const char *name, const struct fb_
 {
     out->path = out->why = NULL;
     cleanup_free char *dir = tc_dirname(cand);
-    if (!strcmp(base_name(dir), "shims")) {
+    if (!strcmp(tc_base_name(dir), "shims")) {
         cleanup_free char *root = tc_dirname(dir);
         if (is_pyenv_root(root))
             return pyenv_shim(root, name, ce, out);
@@ -555,7 +492,7 @@ enum shim_kind shim_resolve(const char *cand, const char *name, const struct fb_
     if (is_rustup_proxy(cand, name))
         return rustup_shim(name, ce, out);
     char real[PATH_MAX];
-    if (realpath(cand, real) && !strcmp(base_name(real), "volta-shim"))
+    if (realpath(cand, real) && !strcmp(tc_base_name(real), "volta-shim"))
         return volta_shim(cand, name, ce, out);
     return SHIM_NONE;
 }

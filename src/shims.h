@@ -26,12 +26,4 @@ enum shim_kind shim_resolve(const char *cand, const char *name, const struct fb_
                             struct shim_res *out);
 void shim_res_free(struct shim_res *r);
 
-/* Shared small helpers (toolchain.c uses them too). */
-char *tc_dirname(const char *path);
-bool tc_is_dir(const char *path);
-bool tc_exists(const char *path);
-bool tc_is_exec_file(const char *path);
-/* The caller's home: $HOME made real, else the passwd entry of our uid. */
-char *tc_home(const struct fb_callenv *ce);
-
 #endif

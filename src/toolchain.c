@@ -31,11 +31,9 @@
  * passed with the files they name bound read-only. */
 #include "toolchain.h"
 
+#include "progfile.h"
 #include "shims.h"
 
-#include <dirent.h>
-#include <elf.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -49,54 +47,6 @@ const char *const toolchain_trust_vars[] = {"NODE_EXTRA_CA_CERTS", "SSL_CERT_FIL
                                             "GIT_SSL_CAINFO",      NULL};
 
 static const char default_path[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-void callenv_self(struct fb_callenv *ce, char *cwd, size_t cap)
-{
-    extern char **environ;
-    ce->path = getenv("PATH");
-    ce->cwd = getcwd(cwd, cap);
-    ce->envp = environ;
-}
-
-const char *callenv_get(const struct fb_callenv *ce, const char *k)
-{
-    if (!ce || !ce->envp)
-        return NULL;
-    size_t kl = strlen(k);
-    for (char *const *e = ce->envp; *e; e++)
-        if (!strncmp(*e, k, kl) && (*e)[kl] == '=')
-            return *e + kl + 1;
-    return NULL;
-}
-
-/* Trees bound into every sandbox at the same path (mount.c). */
-static const char *const system_trees[] = {"/usr/", "/bin/", "/sbin/", "/lib/", "/lib64/",
-                                           "/lib32/", "/libx32/", "/etc/alternatives/"};
-
-static bool in_system_tree(const char *path)
-{
-    for (size_t i = 0; i < FB_ARRAY_LEN(system_trees); i++) {
-        size_t l = strlen(system_trees[i]);
-        if (!strncmp(path, system_trees[i], l) ||
-            (!strncmp(path, system_trees[i], l - 1) && path[l - 1] == 0))
-            return true;
-    }
-    return false;
-}
-
-static bool under(const char *path, const char *dir)
-{
-    size_t l = strlen(dir);
-    if (l == 1 && dir[0] == '/')
-        return path[0] == '/';
-    return !strncmp(path, dir, l) && (path[l] == '/' || path[l] == 0);
-}
-
-static const char *base_name(const char *path)
-{
-    const char *s = strrchr(path, '/');
-    return s ? s + 1 : path;
-}
 
 /* ---- the resolution state ---- */
 
@@ -139,7 +89,7 @@ static void collect_homes(struct tc *t)
     if (t->homes_read)
         return;
     t->homes_read = true;
-    cleanup_free char *h = tc_home(t->ce);
+    cleanup_free char *h = callenv_home(t->ce);
     add_home(t, h);
     char buf[65536];
     if (fb_read_file("/etc/passwd", buf, sizeof buf) <= 0)
@@ -184,7 +134,7 @@ static char *refuse_dir(struct tc *t, const char *dir, bool is_venv)
         const char *h = t->homes[i];
         if (!strcmp(dir, h))
             return fb_xasprintf("%s is a home directory", dir);
-        if (under(h, dir))
+        if (tc_under(h, dir))
             return fb_xasprintf("%s contains the home directory %s", dir, h);
         cleanup_free char *parent = tc_dirname(dir);
         if (!is_venv && !strcmp(parent, h))
@@ -220,7 +170,7 @@ static void map_shim_dir(struct tc *t, const char *dir, const char *to)
 static const struct fb_mount *user_mount_at(const struct fb_policy *p, const char *path)
 {
     for (size_t i = p->nmounts; i-- > 0;)
-        if (p->mounts[i].kind != FB_MNT_HIDE && under(path, p->mounts[i].dst))
+        if (p->mounts[i].kind != FB_MNT_HIDE && tc_under(path, p->mounts[i].dst))
             return &p->mounts[i];
     return NULL;
 }
@@ -228,7 +178,7 @@ static const struct fb_mount *user_mount_at(const struct fb_policy *p, const cha
 static bool tool_bind_covers(const struct fb_policy *p, const char *path)
 {
     for (size_t i = 0; i < p->ntool_binds; i++)
-        if (under(path, p->tool_binds[i].dst))
+        if (tc_under(path, p->tool_binds[i].dst))
             return true;
     return false;
 }
@@ -242,7 +192,7 @@ static void add_bind(struct tc *t, const char *src, const char *dst, const char 
     for (size_t i = 0; i < p->ntool_binds; i++) {
         struct fb_tool_bind *b = &p->tool_binds[i];
         /* Already visible through a bind of a tree that contains it. */
-        if (under(dst, b->dst) && under(src, b->src) &&
+        if (tc_under(dst, b->dst) && tc_under(src, b->src) &&
             !strcmp(dst + strlen(b->dst), src + strlen(b->src)))
             return;
     }
@@ -250,7 +200,7 @@ static void add_bind(struct tc *t, const char *src, const char *dst, const char 
     size_t o = 0;
     for (size_t i = 0; i < p->ntool_binds; i++) {
         struct fb_tool_bind *b = &p->tool_binds[i];
-        if (under(b->dst, dst) && under(b->src, src) && !strcmp(b->dst + dl, b->src + sl)) {
+        if (tc_under(b->dst, dst) && tc_under(b->src, src) && !strcmp(b->dst + dl, b->src + sl)) {
             free(b->src);
             free(b->dst);
             free(b->why);
@@ -280,7 +230,7 @@ static char *host_of(const struct tc *t, const char *inside, bool *visible)
         *visible = true;
         return fb_xasprintf("%s%s", m->src, inside + strlen(m->dst));
     }
-    if (under(inside, "/workspace")) {
+    if (tc_under(inside, "/workspace")) {
         if (!p->workspace)
             return NULL;
         *visible = true;
@@ -288,236 +238,9 @@ static char *host_of(const struct tc *t, const char *inside, bool *visible)
     }
     static const char *const sandbox_own[] = {"/dev", "/proc", "/sys"};
     for (size_t i = 0; i < FB_ARRAY_LEN(sandbox_own); i++)
-        if (under(inside, sandbox_own[i]))
+        if (tc_under(inside, sandbox_own[i]))
             return NULL;
     return fb_xstrdup(inside);
-}
-
-/* ---- what a file is ---- */
-
-/* "#!interp [arg]": interp and the first argument (malloc'ed), or false. */
-static bool read_shebang(const char *path, char **interp, char **arg)
-{
-    char buf[256];
-    *interp = *arg = NULL;
-    if (fb_read_file(path, buf, sizeof buf) < 3 || buf[0] != '#' || buf[1] != '!')
-        return false;
-    char *s = buf + 2;
-    s[strcspn(s, "\r\n")] = 0;
-    s += strspn(s, " \t");
-    size_t l = strcspn(s, " \t");
-    if (!l)
-        return false;
-    *interp = fb_xstrndup(s, l);
-    s += l;
-    s += strspn(s, " \t");
-    if (*s) {
-        size_t al = strcspn(s, " \t");
-        *arg = fb_xstrndup(s, al);
-        /* env -S NAME ...: the name is the next word. */
-        if (!strcmp(*arg, "-S")) {
-            free(*arg);
-            s += al;
-            s += strspn(s, " \t");
-            *arg = *s ? fb_xstrndup(s, strcspn(s, " \t")) : NULL;
-        }
-    }
-    return true;
-}
-
-enum elf_kind { ELF_NOT, ELF_ALONE, ELF_NEEDS };
-
-#define ELF_SCAN(Ehdr, Phdr, Dyn)                                                              \
-    do {                                                                                       \
-        Ehdr eh;                                                                               \
-        if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh || eh.e_phentsize != sizeof(Phdr) || \
-            eh.e_phnum > 256)                                                                  \
-            return ELF_NOT;                                                                    \
-        for (unsigned i = 0; i < eh.e_phnum; i++) {                                            \
-            Phdr ph;                                                                           \
-            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph) \
-                return ELF_NOT;                                                                \
-            if (ph.p_type == PT_INTERP) {                                                      \
-                char interp[256];                                                              \
-                size_t n = ph.p_filesz < sizeof interp ? (size_t)ph.p_filesz : sizeof interp - 1; \
-                if (pread(fd, interp, n, (off_t)ph.p_offset) != (ssize_t)n)                    \
-                    return ELF_NOT;                                                            \
-                interp[n] = 0;                                                                 \
-                if (!in_system_tree(interp)) {                                                 \
-                    snprintf(why, cap, "its loader is %.200s", interp);                            \
-                    return ELF_NEEDS;                                                          \
-                }                                                                              \
-            } else if (ph.p_type == PT_DYNAMIC) {                                              \
-                size_t nd = (size_t)(ph.p_filesz / sizeof(Dyn));                               \
-                if (nd > 4096)                                                                 \
-                    nd = 4096;                                                                 \
-                for (size_t k = 0; k < nd; k++) {                                              \
-                    Dyn d;                                                                     \
-                    if (pread(fd, &d, sizeof d, (off_t)(ph.p_offset + k * sizeof d)) != (ssize_t)sizeof d) \
-                        return ELF_NOT;                                                        \
-                    if (d.d_tag == DT_NULL)                                                    \
-                        break;                                                                 \
-                    if (d.d_tag == DT_RPATH || d.d_tag == DT_RUNPATH) {                        \
-                        snprintf(why, cap, "it loads libraries from its own %s",               \
-                                 d.d_tag == DT_RPATH ? "RPATH" : "RUNPATH");                   \
-                        return ELF_NEEDS;                                                      \
-                    }                                                                          \
-                }                                                                              \
-            }                                                                                  \
-        }                                                                                      \
-    } while (0)
-
-/* An ELF program that runs from its file alone: loaded by the system's
- * loader (or static) and with no library path of its own. */
-static enum elf_kind elf_check_fd(int fd, char *why, size_t cap)
-{
-    unsigned char id[EI_NIDENT];
-    if (pread(fd, id, sizeof id, 0) != (ssize_t)sizeof id || memcmp(id, ELFMAG, SELFMAG))
-        return ELF_NOT;
-    const uint16_t one = 1;
-    bool little = *(const unsigned char *)&one == 1;
-    if (id[EI_DATA] != (little ? ELFDATA2LSB : ELFDATA2MSB)) {
-        snprintf(why, cap, "it is an ELF file of another byte order");
-        return ELF_NEEDS;
-    }
-    if (id[EI_CLASS] == ELFCLASS64)
-        ELF_SCAN(Elf64_Ehdr, Elf64_Phdr, Elf64_Dyn);
-    else if (id[EI_CLASS] == ELFCLASS32)
-        ELF_SCAN(Elf32_Ehdr, Elf32_Phdr, Elf32_Dyn);
-    else
-        return ELF_NOT;
-    return ELF_ALONE;
-}
-
-static enum elf_kind elf_check(const char *path, char *why, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return ELF_NOT;
-    enum elf_kind k = elf_check_fd(fd, why, cap);
-    close(fd);
-    return k;
-}
-
-/* "/comp[0]/.../comp[k-1]" */
-static char *prefix_of(char **comp, size_t k)
-{
-    size_t len = 1;
-    for (size_t i = 0; i < k; i++)
-        len += strlen(comp[i]) + 1;
-    char *s = fb_xmalloc(len + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < k; i++)
-        o += (size_t)sprintf(s + o, "/%s", comp[i]);
-    if (!o)
-        s[o++] = '/';
-    s[o] = 0;
-    return s;
-}
-
-/* The version directory of a version manager that holds real, with a short
- * name of the layout; NULL if real is in none. */
-static char *version_dir_of(const char *real, const char **kind)
-{
-    /* Split into components once. */
-    char *comp[128];
-    size_t n = 0;
-    cleanup_free char *copy = fb_xstrdup(real);
-    char *save = NULL;
-    for (char *c = strtok_r(copy, "/", &save); c && n < FB_ARRAY_LEN(comp);
-         c = strtok_r(NULL, "/", &save))
-        comp[n++] = c;
-    for (size_t i = 1; i + 1 < n; i++) {
-        const char *c = comp[i];
-        cleanup_free char *root = prefix_of(comp, i);
-        if (!strcmp(c, "versions") && i + 2 < n) {
-            /* nvm: NVM_DIR/versions/node/V; pyenv and the rbenv family:
-             * ROOT/versions/V, ROOT holding their shims/ or libexec/. */
-            cleanup_free char *nvm = fb_xasprintf("%s/nvm.sh", root);
-            if (tc_exists(nvm) && i + 3 < n) {
-                *kind = "an nvm version directory";
-                return prefix_of(comp, i + 3);
-            }
-            cleanup_free char *shims = fb_xasprintf("%s/shims", root);
-            cleanup_free char *libexec = fb_xasprintf("%s/libexec", root);
-            if (tc_is_dir(shims) || tc_is_dir(libexec)) {
-                cleanup_free char *pyenv = fb_xasprintf("%s/libexec/pyenv", root);
-                *kind = tc_exists(pyenv) ? "a pyenv version directory"
-                                         : "a version manager's version directory";
-                return prefix_of(comp, i + 2);
-            }
-        } else if (!strcmp(c, "installs") && i + 3 < n) {
-            /* asdf (ASDF_DATA_DIR/installs/TOOL/V) and mise. */
-            cleanup_free char *shims = fb_xasprintf("%s/shims", root);
-            cleanup_free char *plugins = fb_xasprintf("%s/plugins", root);
-            if (tc_is_dir(shims) || tc_is_dir(plugins) || !strcmp(comp[i - 1], "mise")) {
-                *kind = "an asdf/mise install directory";
-                return prefix_of(comp, i + 3);
-            }
-        } else if (!strcmp(c, "tools") && i + 4 < n && !strcmp(comp[i + 1], "image")) {
-            cleanup_free char *user = fb_xasprintf("%s/tools/user", root);
-            if (tc_is_dir(user) || !strcmp(comp[i - 1], ".volta")) {
-                *kind = "a volta image directory";
-                return prefix_of(comp, i + 4);
-            }
-        } else if (!strcmp(c, "python") && !strcmp(comp[i - 1], "uv") && i + 2 < n &&
-                   (!strncmp(comp[i + 1], "cpython-", 8) || !strncmp(comp[i + 1], "pypy-", 5) ||
-                    !strncmp(comp[i + 1], "graalpy-", 8))) {
-            *kind = "a uv-managed Python";
-            return prefix_of(comp, i + 2);
-        } else if (!strcmp(c, "toolchains") && i + 2 < n) {
-            cleanup_free char *settings = fb_xasprintf("%s/settings.toml", root);
-            if (tc_exists(settings)) {
-                *kind = "a rustup toolchain";
-                return prefix_of(comp, i + 2);
-            }
-        }
-    }
-    return NULL;
-}
-
-/* A Python program installed outside a venv (pip --user, --prefix): its
- * modules are in PREFIX/lib/pythonX.Y, which fluebox cannot tell apart from
- * the rest of PREFIX. Returns that lib directory or NULL. */
-static char *python_prefix_lib(const char *real, const char *interp, const char *arg)
-{
-    const char *prog = !strcmp(base_name(interp), "env") && arg ? arg : base_name(interp);
-    if (strncmp(prog, "python", 6))
-        return NULL;
-    cleanup_free char *bin = tc_dirname(real);
-    if (strcmp(base_name(bin), "bin"))
-        return NULL;
-    cleanup_free char *prefix = tc_dirname(bin);
-    cleanup_free char *lib = fb_xasprintf("%s/lib", prefix);
-    DIR *d = opendir(lib);
-    if (!d)
-        return NULL;
-    char *found = NULL;
-    struct dirent *e;
-    while (!found && (e = readdir(d))) {
-        if (strncmp(e->d_name, "python", 6))
-            continue;
-        cleanup_free char *sp = fb_xasprintf("%s/%s/site-packages", lib, e->d_name);
-        if (tc_is_dir(sp))
-            found = fb_xasprintf("%s/%s", lib, e->d_name);
-    }
-    closedir(d);
-    return found;
-}
-
-/* The venv whose bin/ holds path (as called, links not followed), or NULL. */
-static char *venv_of(const char *path)
-{
-    cleanup_free char *bin = tc_dirname(path);
-    if (strcmp(base_name(bin), "bin"))
-        return NULL;
-    char *venv = tc_dirname(bin);
-    cleanup_free char *cfg = fb_xasprintf("%s/pyvenv.cfg", venv);
-    struct stat st;
-    if (stat(cfg, &st) == 0 && S_ISREG(st.st_mode))
-        return venv;
-    free(venv);
-    return NULL;
 }
 
 static int need_program(struct tc *t, const char *prog, const char *label, char **exec_out,
@@ -557,7 +280,7 @@ static char *lookup(struct tc *t, const char *name, char **via, struct fb_err *e
             continue;
         /* A shim in a system tree runs inside as it does outside: its
          * manager's tree is there too. */
-        if (in_system_tree(cand))
+        if (tc_in_system_tree(cand))
             return fb_steal_ptr(cand);
         struct shim_res r;
         switch (shim_resolve(cand, name, t->ce, &r)) {
@@ -589,10 +312,10 @@ static char *lookup(struct tc *t, const char *name, char **via, struct fb_err *e
 static int need_interp(struct tc *t, const char *host, const char *label, struct fb_err *err)
 {
     cleanup_free char *interp = NULL, *arg = NULL;
-    if (!read_shebang(host, &interp, &arg) || interp[0] != '/')
+    if (!pf_read_shebang(host, &interp, &arg) || interp[0] != '/')
         return 0;
     cleanup_free char *lbl = fb_xasprintf("the interpreter of %s", label);
-    if (!strcmp(base_name(interp), "env") && in_system_tree(interp)) {
+    if (!strcmp(tc_base_name(interp), "env") && tc_in_system_tree(interp)) {
         if (!arg || arg[0] == '-' || strchr(arg, '/') || strchr(arg, '='))
             return 0;
         cleanup_free char *via = NULL;
@@ -668,14 +391,14 @@ static bool exists_inside(const struct tc *t, const char *path)
 {
     bool vis;
     cleanup_free char *h = host_of(t, path, &vis);
-    return vis || in_system_tree(path) || tool_bind_covers(t->p, path);
+    return vis || tc_in_system_tree(path) || tool_bind_covers(t->p, path);
 }
 
 static int need_program_at(struct tc *t, const char *prog, const char *label, char **exec_out,
                            struct fb_err *err)
 {
     struct stat lst;
-    if (in_system_tree(prog) && lstat(prog, &lst) == 0 && S_ISREG(lst.st_mode)) {
+    if (tc_in_system_tree(prog) && lstat(prog, &lst) == 0 && S_ISREG(lst.st_mode)) {
         /* The system's: only a script's interpreter may be elsewhere. */
         if (exec_out)
             *exec_out = fb_xstrdup(prog);
@@ -697,7 +420,7 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
             *exec_out = fb_xstrdup(prog);
         return 0;
     }
-    cleanup_free char *venv = venv_of(host);
+    cleanup_free char *venv = pf_venv_of(host);
     const char *kind = NULL;
     cleanup_free char *vdir = NULL;
     char why[512] = "";
@@ -710,18 +433,18 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
         if (rc == 0)
             rc = need_interp(t, host, label, err);
         t->untrusted -= visible;
-    } else if ((venv = venv_of(real))) {
+    } else if ((venv = pf_venv_of(real))) {
         /* A link into a venv's bin/ (pipx, uv tool): the venv, where it is. */
         rc = need_venv(t, venv, venv, false, label, err);
         if (rc == 0)
             rc = need_interp(t, real, label, err);
-    } else if (in_system_tree(real) || visible) {
+    } else if (tc_in_system_tree(real) || visible) {
         /* There inside already (the system, the workspace, a user bind):
          * only a script's interpreter may need more. */
         t->untrusted += visible;
         rc = need_interp(t, real, label, err);
         t->untrusted -= visible;
-    } else if ((vdir = version_dir_of(real, &kind))) {
+    } else if ((vdir = pf_version_dir(real, &kind))) {
         cleanup_free char *no = refuse_dir(t, vdir, false);
         if (no)
             return cannot_tell(err, label, prog, no);
@@ -730,20 +453,20 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
             add_bind(t, vdir, vdir, w);
         rc = need_interp(t, real, label, err);
     } else {
-        switch (elf_check(real, why, sizeof why)) {
-        case ELF_NEEDS:
+        switch (pf_elf_check(real, why, sizeof why)) {
+        case PF_ELF_NEEDS:
             return cannot_tell(err, label, prog, why);
-        case ELF_ALONE: {
+        case PF_ELF_ALONE: {
             cleanup_free char *w = fb_xasprintf("%s: a single program (system libraries only)", label);
             if (!visible)
                 add_bind(t, real, prog, w);
             break;
         }
-        case ELF_NOT: {
+        case PF_NOT_ELF: {
             cleanup_free char *interp = NULL, *arg = NULL;
-            if (!read_shebang(real, &interp, &arg))
+            if (!pf_read_shebang(real, &interp, &arg))
                 return cannot_tell(err, label, prog, "neither an ELF program nor a #! script");
-            cleanup_free char *lib = python_prefix_lib(real, interp, arg);
+            cleanup_free char *lib = pf_python_prefix_lib(real, interp, arg);
             cleanup_free char *rdir = tc_dirname(real);
             cleanup_free char *hdir = tc_dirname(host);
             char rhdir[PATH_MAX];
@@ -790,7 +513,7 @@ static int need_program(struct tc *t, const char *prog, const char *label, char 
 
 static bool dir_inside(const struct tc *t, const char *d)
 {
-    if (in_system_tree(d) || tool_bind_covers(t->p, d))
+    if (tc_in_system_tree(d) || tool_bind_covers(t->p, d))
         return true;
     const struct fb_mount *m = user_mount_at(t->p, d);
     if (m && m->kind != FB_MNT_TMPFS)
@@ -886,7 +609,7 @@ static void trust_settings(struct tc *t)
             free(value);
             value = nv;
             /* The system's (/etc/ssl is bound, its links lead into /usr). */
-            if (in_system_tree(abs) || under(abs, "/etc/ssl"))
+            if (tc_in_system_tree(abs) || tc_under(abs, "/etc/ssl"))
                 continue;
             char real[PATH_MAX];
             struct stat st;
@@ -914,85 +637,6 @@ static void trust_settings(struct tc *t)
         p->tool_env = fb_xrealloc(p->tool_env, (p->ntool_env + 1) * sizeof *p->tool_env);
         p->tool_env[p->ntool_env++] = kv;
     }
-}
-
-/* ---- the caller over the wire, and the report ---- */
-
-bool toolchain_env_name(const char *k)
-{
-    static const char *const names[] = {"HOME",          "VIRTUAL_ENV",      "PYENV_VERSION",
-                                        "RUSTUP_HOME",   "RUSTUP_TOOLCHAIN", "VOLTA_HOME",
-                                        "ASDF_DEFAULT_TOOL_VERSIONS_FILENAME"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(names); i++)
-        if (!strcmp(k, names[i]))
-            return true;
-    for (size_t i = 0; toolchain_trust_vars[i]; i++)
-        if (!strcmp(k, toolchain_trust_vars[i]))
-            return true;
-    size_t l = strlen(k);
-    return l > 13 && !strncmp(k, "ASDF_", 5) && !strcmp(k + l - 8, "_VERSION");
-}
-
-json_t *callenv_to_json(const struct fb_callenv *ce)
-{
-    json_t *o = json_object(), *env = json_object();
-    if (ce->path)
-        json_object_set_new(o, "path", json_string(ce->path));
-    if (ce->cwd)
-        json_object_set_new(o, "cwd", json_string(ce->cwd));
-    for (char *const *e = ce->envp; e && *e; e++) {
-        const char *eq = strchr(*e, '=');
-        if (!eq)
-            continue;
-        cleanup_free char *k = fb_xstrndup(*e, (size_t)(eq - *e));
-        if (toolchain_env_name(k))
-            json_object_set_new(env, k, json_string(eq + 1));
-    }
-    json_object_set_new(o, "env", env);
-    return o;
-}
-
-void callenv_free_envp(char **envp)
-{
-    for (char **e = envp; e && *e; e++)
-        free(*e);
-    free(envp);
-}
-
-const char *callenv_from_json(json_t *j, struct fb_callenv *ce, char ***envp)
-{
-    memset(ce, 0, sizeof *ce);
-    *envp = NULL;
-    if (!json_is_object(j))
-        return "caller must be an object {\"path\", \"cwd\", \"env\"}";
-    json_t *path = json_object_get(j, "path"), *cwd = json_object_get(j, "cwd");
-    json_t *env = json_object_get(j, "env");
-    if (path && !json_is_null(path) && (!json_is_string(path) || json_string_length(path) > 65536))
-        return "caller.path must be a string (a PATH)";
-    if (cwd && !json_is_null(cwd) &&
-        (!json_is_string(cwd) || json_string_value(cwd)[0] != '/' || json_string_length(cwd) > 4095))
-        return "caller.cwd must be an absolute host path";
-    if (env && !json_is_null(env) && !json_is_object(env))
-        return "caller.env must be an object of strings";
-    const char *k;
-    json_t *v;
-    size_t n = 0;
-    json_object_foreach(env, k, v)
-    {
-        if (!json_is_string(v) || json_string_length(v) > 65536)
-            return "caller.env must be an object of strings";
-    }
-    char **out = fb_xcalloc(json_object_size(env) + 1, sizeof *out);
-    json_object_foreach(env, k, v)
-    {
-        if (toolchain_env_name(k)) /* the rest is no business of the server */
-            out[n++] = fb_xasprintf("%s=%s", k, json_string_value(v));
-    }
-    ce->path = json_string_value(path);
-    ce->cwd = json_string_value(cwd);
-    ce->envp = out;
-    *envp = out;
-    return NULL;
 }
 
 json_t *toolchain_json(const struct fb_policy *p)
@@ -1078,14 +722,14 @@ int toolchain_resolve(struct fb_policy *p, const struct fb_callenv *ce, struct f
                 warn_name(p, toolchain_names[i], &e);
             continue;
         }
-        if (in_system_tree(found)) {
+        if (tc_in_system_tree(found)) {
             /* There inside already, unless it links out of the system
              * (/usr/local/bin/node -> an nvm node). */
             struct stat lst;
             char real[PATH_MAX];
             if (lstat(found, &lst) == 0 && !S_ISLNK(lst.st_mode))
                 continue;
-            if (realpath(found, real) && in_system_tree(real))
+            if (realpath(found, real) && tc_in_system_tree(real))
                 continue;
         }
         cleanup_free char *label = via ? fb_xasprintf("%s (%s)", toolchain_names[i], via)
