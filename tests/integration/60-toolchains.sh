@@ -13,10 +13,10 @@
 # bound anything under /tmp, so a home there could not show the leak.
 . "$ROOT/tests/lib.sh"
 
-H=$(mktemp -d /var/tmp/fbhome.XXXXXX) || { fail "setup: mktemp"; exit 0; }
-cd "$T" || exit 0
+H=$(mktemp -d /var/tmp/fbhome.XXXXXX) || bail "mktemp under /var/tmp"
+at_exit "rm -rf '$H'"
+cd "$T" || bail "cd $T"
 chmod 755 "$H"
-trap 'rm -rf "$H"' EXIT
 
 # fbe VAR=VALUE... -- ARGS: fluebox ARGS (as FB_AS) with exactly these
 # variables, from the current directory; $OUT, $ERR, $RC as run_fb.
@@ -51,11 +51,10 @@ mkdir -p "$H/.cargo/bin" "$H/.local/bin" "$H/.local/share" "$H/bin" "$H/.ssh" "$
   "$H/.pyenv" "$H/.nvm" "$H/.asdf" "$H/.volta" "$H/.rustup" "$H/proj"
 for f in $SECRETS; do echo "CANARY-$(basename "$f")" > "$f"; done
 TRY="for f in $SECRETS; do cat \$f 2>/dev/null; done; echo ran"
-BUSYBOX=$(command -v busybox || true)
-[ -n "$BUSYBOX" ] && [ "$(readlink -f "$BUSYBOX")" != "$BUSYBOX" ] && BUSYBOX=$(readlink -f "$BUSYBOX")
 
 # ---- issue 19.1: what the old prefix bind exposed ----
-if [ -n "$BUSYBOX" ]; then
+if need busybox "static programs in ~/.cargo/bin, ~/.local/bin, ~/bin"; then
+  BUSYBOX=$(readlink -f "$(command -v busybox)")
   # A static program (as `cargo install` makes, busybox here) is bound alone.
   cp "$BUSYBOX" "$H/.cargo/bin/sh"; cp "$BUSYBOX" "$H/.local/bin/sh"; cp "$BUSYBOX" "$H/bin/sh"
   fbe HOME="$H" PATH="$SYS" -- run -- "$H/.cargo/bin/sh" -c "$TRY"
@@ -74,8 +73,6 @@ if [ -n "$BUSYBOX" ]; then
   case "$OUT" in *"PATH=$H/bin:"*) ok "inside PATH keeps ~/bin (only the program is there)" ;;
     *) fail "inside PATH keeps ~/bin (only the program is there)" "$OUT" ;; esac
   rm -f "$H/.cargo/bin/sh" "$H/.local/bin/sh" "$H/bin/sh"
-else
-  skip "static programs in ~/.cargo/bin, ~/.local/bin, ~/bin" "no busybox"
 fi
 
 # A script in ~/bin: the file alone, then its interpreter.
@@ -146,8 +143,8 @@ case "$OUT" in /usr/bin/python3) ok "pyenv: \"system\" falls through to the syst
 echo 3.99.1 > "$H/.pyenv/version"; rm -f "$H/proj/.python-version"
 
 # nvm: NVM_DIR/versions/node/V, npm a link to a script run by "env node".
-NODE=$(command -v node || true)
-if [ -n "$NODE" ]; then
+if need node "nvm, asdf and volta layouts"; then
+  NODE=$(command -v node)
   NV=$H/.nvm/versions/node/v99.0.0
   mkdir -p "$NV/bin" "$NV/lib/node_modules/npm/bin"
   : > "$H/.nvm/nvm.sh"
@@ -187,8 +184,6 @@ if [ -n "$NODE" ]; then
   no_canary "volta: the image directory only"
   case "$OUT" in *"ran $H/.volta/tools/image/node/99.0.2/bin/node"*) ok "volta: the shim resolved by platform.json" ;;
     *) fail "volta: the shim resolved by platform.json" "$OUT $ERR" ;; esac
-else
-  skip "nvm, asdf and volta layouts" "node not installed"
 fi
 
 # rustup: ~/.cargo/bin/cargo is a link to rustup; the toolchain it picks.
@@ -230,7 +225,7 @@ no_canary "uv tool / pipx: the tool's venv only"
 case "$OUT" in *"ran $TV/bin/python"*) ok "uv tool / pipx: runs with its venv's python" ;; *) fail "uv tool / pipx: runs with its venv's python" "$OUT $ERR" ;; esac
 
 # ---- issue 14.1: Python virtual environments ----
-cd "$T" || exit 0
+cd "$T" || bail "cd $T"
 /usr/bin/python3 -m venv "$H/sysvenv" && /usr/bin/python3 -m venv --system-site-packages "$H/sitevenv" &&
   /usr/bin/python3 -m virtualenv -q "$H/vvenv" >/dev/null 2>&1
 for v in sysvenv sitevenv vvenv; do
@@ -301,9 +296,9 @@ fi
 # The server's own PATH has none of the caller's programs.
 "${SRVCMD[@]}" serve --socket "$SOCK" --pool 0 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
 SRV=$!
-trap 'kill $SRV 2>/dev/null; rm -rf "$H"' EXIT
-for _ in $(seq 1 200); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.05; done
-if grep -q ready "$T/ready" 2>/dev/null; then
+at_exit "kill $SRV 2>/dev/null; wait $SRV 2>/dev/null"
+ready() { grep -q ready "$T/ready" 2>/dev/null; }
+if wait_for 10 ready; then
   fbe HOME="$H" PATH="$H/.pyenv/shims:$SYS" -- session create --socket "$SOCK"
   ID=$OUT
   fbe HOME="$H" PATH="$SYS" -- exec --socket "$SOCK" "$ID" -- sh -c "python3 -c 'import sys; print(sys.executable)'; $TRY"

@@ -7,18 +7,18 @@
 # through --allow-net and --egress-resolve; node's fetch, python, curl, git
 # and pip trust it only through the settings.
 . "$ROOT/tests/lib.sh"
-cd "$T" || exit 0
+cd "$T" || bail "cd $T"
 
 mkdir -p "$T/ca" "$T/cadir" "$T/www" "$T/pip"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
   -keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" -subj "/CN=fluebox test CA" \
   -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
-  >/dev/null 2>&1 || { fail "setup: CA"; exit 0; }
+  >/dev/null 2>&1 || bail "openssl: the CA"
 openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$T/ca/leaf.key" \
-  -out "$T/ca/leaf.csr" -subj /CN=tls.test >/dev/null 2>&1 || { fail "setup: CSR"; exit 0; }
+  -out "$T/ca/leaf.csr" -subj /CN=tls.test >/dev/null 2>&1 || bail "openssl: the CSR"
 printf 'subjectAltName=DNS:tls.test\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' > "$T/ca/ext"
 openssl x509 -req -in "$T/ca/leaf.csr" -CA "$T/ca/ca.pem" -CAkey "$T/ca/ca.key" -CAcreateserial \
-  -days 2 -extfile "$T/ca/ext" -out "$T/ca/leaf.pem" >/dev/null 2>&1 || { fail "setup: leaf"; exit 0; }
+  -days 2 -extfile "$T/ca/ext" -out "$T/ca/leaf.pem" >/dev/null 2>&1 || bail "openssl: the leaf certificate"
 cp "$T/ca/ca.pem" "$T/cadir/" && openssl rehash "$T/cadir" >/dev/null 2>&1
 echo hello > "$T/www/hello.txt"
 chmod -R a+rX "$T/ca" "$T/cadir" "$T/www"
@@ -31,9 +31,8 @@ chmod 644 "$T/ca/other.key"
 /usr/bin/python3 "$ROOT/tests/net/server.py" "$T/www" "$T/ca/leaf.pem" "$T/ca/leaf.key" \
   "$T/ports.json" >"$T/server.log" 2>&1 &
 SERVER=$!
-trap 'kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null' EXIT
-for _ in $(seq 100); do [ -s "$T/ports.json" ] && break; sleep 0.1; done
-[ -s "$T/ports.json" ] || { fail "setup: HTTPS server did not start" "$(cat "$T/server.log")"; exit 0; }
+at_exit "kill $SERVER 2>/dev/null; wait $SERVER 2>/dev/null"
+wait_for 20 test -s "$T/ports.json" || bail "the HTTPS server did not start: $(cat "$T/server.log")"
 HTTPS=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["https"])' "$T/ports.json")
 NET=(--allow-net tls.test --egress-resolve "tls.test:443=127.0.0.1:$HTTPS")
 SYS=/usr/bin:/bin
@@ -57,15 +56,13 @@ want_hello() { # NAME
   case "$RC:$OUT" in 0:*"hello tls.test"*) ok "$1" ;; *) fail "$1" "rc $RC $OUT $(printf %s "$ERR" | tail -c 300)" ;; esac
 }
 
-if command -v node >/dev/null; then
+if need node "node fetch"; then
   FETCH='fetch("https://tls.test/hello").then(r => r.text()).then(t => process.stdout.write(t), e => { console.error(String(e.cause && e.cause.code || e)); process.exit(3) })'
   fbe NODE_EXTRA_CA_CERTS="$CA" -- run "${NET[@]}" -- node -e "$FETCH"
   want_hello "node fetch trusts the private CA through NODE_EXTRA_CA_CERTS"
   fbe -- run "${NET[@]}" -- node -e "$FETCH"
   case "$RC:$ERR" in 3:*CERT*|3:*SIGNATURE*|3:*ISSUER*) ok "node fetch without it: a certificate error" ;;
     *) fail "node fetch without it: a certificate error" "rc $RC $OUT $ERR" ;; esac
-else
-  skip "node fetch" "node not installed"
 fi
 
 PYGET='import urllib.request; print(urllib.request.urlopen("https://tls.test/hello", timeout=30).read().decode())'
@@ -90,7 +87,9 @@ fbe -- run "${NET[@]}" -- git ls-remote https://tls.test/repo.git
 case "$ERR" in *certificate*|*SSL*) ok "git without it: a certificate error" ;; *) fail "git without it: a certificate error" "rc $RC $ERR" ;; esac
 
 # pip (its vendored requests): an index that answers 404 is trusted.
-if /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
+if ! /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
+  skip_missing "pip" python3-pip
+else
   PIPDL=(python3 -m pip download --no-deps --disable-pip-version-check --no-input -d /tmp/dl
     --index-url https://tls.test/simple/ fluebox-no-such-package)
   fbe PIP_CERT="$CA" -- run "${NET[@]}" -- "${PIPDL[@]}"
@@ -104,8 +103,6 @@ if /usr/bin/python3 -m pip --version >/dev/null 2>&1; then
   fbe -- run "${NET[@]}" -- "${PIPDL[@]}"
   case "$OUT$ERR" in *CERTIFICATE_VERIFY_FAILED*|*SSLError*|*"SSL:"*) ok "pip without them: a certificate error" ;;
     *) fail "pip without them: a certificate error" "rc $RC $OUT $ERR" ;; esac
-else
-  skip "pip" "python3-pip not installed"
 fi
 
 # Every setting: passed, its file there and read-only.
@@ -126,4 +123,4 @@ case "$OUT:$ERR" in "[]:"*"SSL_CERT_FILE is not passed"*"not a PEM certificate b
   *) fail "a setting naming a private key: not passed, not bound, said" "$OUT / $ERR" ;; esac
 # --env wins over the caller's value.
 fbe SSL_CERT_FILE="$CA" -- run --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt -- sh -c 'echo "$SSL_CERT_FILE"'
-[ "$OUT" = /etc/ssl/certs/ca-certificates.crt ] && ok "--env overrides a passed setting" || fail "--env overrides a passed setting" "$OUT"
+if [ "$OUT" = /etc/ssl/certs/ca-certificates.crt ]; then ok "--env overrides a passed setting"; else fail "--env overrides a passed setting" "$OUT"; fi
