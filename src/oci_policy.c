@@ -24,6 +24,7 @@
 
 #include "cli.h"
 #include "profile.h"
+#include "toolchain.h"
 
 #include <sched.h>
 #include <string.h>
@@ -222,7 +223,8 @@ int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err
     p->cwd = fb_xstrdup(s->proc.cwd);
     /* Derived values and the network options' checks. No host PATH: the
      * command is looked up inside the container (":" has no entries). */
-    if (policy_finish(p, ":", err) < 0)
+    static const struct fb_callenv no_host = {.path = ":"};
+    if (policy_finish(p, &no_host, err) < 0)
         goto out;
     free(p->exec_path);
     p->exec_path = NULL;
