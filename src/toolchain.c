@@ -236,7 +236,9 @@ static char *host_of(const struct tc *t, const char *inside, bool *visible)
         *visible = true;
         return fb_xasprintf("%s%s", p->workspace, inside + strlen("/workspace"));
     }
-    static const char *const sandbox_own[] = {"/dev", "/proc", "/sys"};
+    /* fluebox's own: /etc is generated or bound by mount.c (its
+     * alternatives are a system tree, handled before). */
+    static const char *const sandbox_own[] = {"/dev", "/proc", "/sys", "/etc"};
     for (size_t i = 0; i < FB_ARRAY_LEN(sandbox_own); i++)
         if (tc_under(inside, sandbox_own[i]))
             return NULL;
@@ -465,7 +467,7 @@ static int need_program_at(struct tc *t, const char *prog, const char *label, ch
         case PF_NOT_ELF: {
             cleanup_free char *interp = NULL, *arg = NULL;
             if (!pf_read_shebang(real, &interp, &arg))
-                return cannot_tell(err, label, prog, "neither an ELF program nor a #! script");
+                return 0; /* no program: nothing bound, exec fails inside (126 or 127) */
             cleanup_free char *lib = pf_python_prefix_lib(real, interp, arg);
             cleanup_free char *rdir = tc_dirname(real);
             cleanup_free char *hdir = tc_dirname(host);
