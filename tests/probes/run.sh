@@ -429,7 +429,8 @@ run_one() {
     [ "$p" = tiocsti ] && cmd+=("$TMP/bin/helper/fbhost" pty --)
     if [ "$p" = home_secrets ]; then
         cmd+=(env "HOME=$FAKEHOME/" "PATH=$FAKEHOME/bin:$FAKEHOME/.local/bin:$PATH")
-        [ "$mode" != bwrap ] && prog=$FAKEHOME/.cargo/bin/home_secrets
+        # bwrap and oci start it from their own /probes (no program lookup).
+        case "$mode" in bwrap | oci) ;; *) prog=$FAKEHOME/.cargo/bin/home_secrets ;; esac
         CTX_EXTRA=("home=$FAKEHOME")
     else
         CTX_EXTRA=()
@@ -474,7 +475,7 @@ run_one() {
         chown "$OCI_HOST_ID:$OCI_HOST_ID" "$ws"
         python3 "$HERE/oci-bundle.py" "$b" "$TMP/ocirootfs" "$TMP/bin" "$TMP/bindsrc" "$ws" \
             "$OCI_CG/$p" "$((64 * 1024 * 1024))" "$PIDS" "$DISK" "$SANDBOX_TIMEOUT" "$OCI_HOST_ID" -- \
-            "/probes/$p" "${CTX[@]}" data=/data fill=/tmp
+            "/probes/$p" "${CTX[@]}" "${CTX_EXTRA[@]}" data=/data fill=/tmp
         cmd+=("$FLUEBOX" oci --root "$TMP/ocistate" run --bundle "$b" "probe-$p")
         ;;
     *)
