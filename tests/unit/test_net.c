@@ -8,6 +8,7 @@
 #include "net.h"
 #include "policy.h"
 #include "sniff.h"
+#include "toolchain.h"
 #include "unit.h"
 
 #include <string.h>
@@ -45,20 +46,21 @@ static void combinations(void)
 {
     struct fb_policy p;
     struct fb_err err;
+    const struct fb_callenv ce = {.path = "/usr/bin:/bin"};
     policy_init(&p);
     p.argv = fb_xcalloc(2, sizeof(char *));
     p.argv[0] = fb_xstrdup("/bin/true");
     policy_add_allow(&p, "a.test", &err);
-    CHECK(policy_finish(&p, "/usr/bin:/bin", &err) == 0 && p.net == FB_NET_ALLOW,
+    CHECK(policy_finish(&p, &ce, &err) == 0 && p.net == FB_NET_ALLOW,
           "--allow-net implies allow mode");
     p.net = FB_NET_NONE;
     p.net_explicit = true;
-    CHECK(policy_finish(&p, "/usr/bin:/bin", &err) < 0 && strstr(err.msg, "--net none"),
+    CHECK(policy_finish(&p, &ce, &err) < 0 && strstr(err.msg, "--net none"),
           "--allow-net with an explicit --net none is an error");
     p.net = FB_NET_ALLOW;
     p.proxy_env = true;
     policy_add_allow(&p, "b.test:3128", &err);
-    CHECK(policy_finish(&p, "/usr/bin:/bin", &err) < 0 && strstr(err.msg, "proxy"),
+    CHECK(policy_finish(&p, &ce, &err) < 0 && strstr(err.msg, "proxy"),
           "an allowed port equal to the proxy port is an error");
     uint16_t ports[FB_NET_MAX_PORTS];
     CHECK(net_allowed_ports(&p, ports, FB_NET_MAX_PORTS) == 3, "ports: 80, 443 and 3128");
