@@ -159,13 +159,15 @@ size_t mount_layout_fds(const struct fb_layout *l, int *out, size_t cap)
     KEEP(l->cow_upper_fd);
     for (size_t i = 0; i < l->nuser; i++)
         KEEP(l->user_fds[i]);
+    for (size_t i = 0; l->tool_fds && i < l->ntool; i++)
+        KEEP(l->tool_fds[i]);
 #undef KEEP
     return n;
 }
 
 size_t mount_layout_nfds(const struct fb_layout *l)
 {
-    return l ? l->n + FB_ARRAY_LEN(dev_nodes) + 2 + l->nuser : 0;
+    return l ? l->n + FB_ARRAY_LEN(dev_nodes) + 2 + l->nuser + l->ntool : 0;
 }
 
 static struct entry *add_entry(struct fb_layout *l)
