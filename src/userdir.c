@@ -28,9 +28,37 @@ int fb_user_dir_check(const char *dir, uid_t uid, struct fb_err *err)
     return 0;
 }
 
+/* The name uid has one user namespace up, from /proc/self/uid_map: in a
+ * user namespace (`unshare -r`, a sandbox), uid 0 is someone else outside,
+ * and a directory named for it in a /tmp shared with that namespace would
+ * take the name of the real root's (or another user's) directory. The
+ * identity map (the initial namespace) gives uid back. */
+static uid_t outer_uid(uid_t uid)
+{
+    char map[4096];
+    if (fb_read_file("/proc/self/uid_map", map, sizeof map) <= 0)
+        return uid;
+    for (char *line = map; *line;) {
+        char *next = strchr(line, '\n');
+        if (next)
+            *next++ = 0;
+        unsigned long in, out, count;
+        if (sscanf(line, "%lu %lu %lu", &in, &out, &count) == 3 && uid >= in &&
+            uid - in < count)
+            return (uid_t)(out + (uid - in));
+        if (!next)
+            break;
+        line = next;
+    }
+    return uid;
+}
+
 int fb_user_dir(char *out, size_t cap, bool create, struct fb_err *err)
 {
     uid_t uid = geteuid();
+    /* Directories are named for the uid outside (see outer_uid); their
+     * owner, as this process sees it, must still be uid. */
+    uid_t name = outer_uid(uid);
     struct fb_err ignored;
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     if (xdg && *xdg && strlen(xdg) < cap && strlen(xdg) < 200 &&
@@ -39,12 +67,12 @@ int fb_user_dir(char *out, size_t cap, bool create, struct fb_err *err)
         return 0;
     }
     char d[64];
-    snprintf(d, sizeof d, "/run/user/%u", (unsigned)uid);
+    snprintf(d, sizeof d, "/run/user/%u", (unsigned)name);
     if (fb_user_dir_check(d, uid, &ignored) == 0) {
         snprintf(out, cap, "%s", d);
         return 0;
     }
-    snprintf(d, sizeof d, "/tmp/fluebox-%u", (unsigned)uid);
+    snprintf(d, sizeof d, "/tmp/fluebox-%u", (unsigned)name);
     if (create && mkdir(d, 0700) < 0 && errno != EEXIST)
         return fb_errno(err, FB_EXIT_SETUP, "creating %s", d);
     struct stat st;

@@ -3,7 +3,9 @@
  * warnings said once per user and boot.
  *
  * The directory is $XDG_RUNTIME_DIR, else /run/user/UID, else
- * /tmp/fluebox-UID (created mode 0700). Each is used only when it is a
+ * /tmp/fluebox-UID (created mode 0700). UID is the user's id one user
+ * namespace up (/proc/self/uid_map): uid 0 of an `unshare -r` namespace is
+ * not root and must not take root's directory in a shared /tmp. Each is used only when it is a
  * directory (not a symlink) owned by the user and closed to group and
  * others (mode & 077 == 0): anyone else who can write there could plant
  * a socket or a marker. */

@@ -91,6 +91,32 @@ XDG_RUNTIME_DIR=$T/xdg2 run_fb run --mem 64M -- true
 case "$ERR" in *"limits not applied"*) ok "no delegation: warned again for another user directory";; *) fail "no delegation: warned again for another user directory" "$ERR";; esac
 unset FLUEBOX_CGROUP
 
+# --- uid 0 of a user namespace does not take root's directory in the shared /tmp -----
+# (the user's directory is named for its uid one namespace up: src/userdir.c)
+if as_root && id fbtest >/dev/null 2>&1 && command -v unshare >/dev/null; then
+  fbt=$(id -u fbtest)
+  owner0() { stat -c %u /tmp/fluebox-0 2>/dev/null; }
+  if [ "$(owner0)" = "$fbt" ]; then
+    skip "uid 0 of an unshare -r namespace keeps out of /tmp/fluebox-0" "a /tmp/fluebox-0 of uid $fbt is already there"
+  else
+    # serve makes the user's directory for its default socket; it says
+    # "ready" (--ready-fd) once it listens there, and is stopped then.
+    : > "$T/ns.ready"; chmod 666 "$T/ns.ready"
+    setpriv --reuid=fbtest --regid=fbtest --init-groups --reset-env -- \
+      env PATH="$PATH" HOME=/tmp FB="$FB" R="$T/ns.ready" unshare -r sh -c '
+        "$FB" serve --pool 0 --ready-fd 3 3>>"$R" & p=$!
+        i=0; while ! grep -q ready "$R" && kill -0 $p 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done
+        kill $p; wait $p' >"$T/ns.out" 2>&1
+    if [ "$(owner0)" = "$fbt" ]; then
+      fail "uid 0 of an unshare -r namespace keeps out of /tmp/fluebox-0" "the test user made /tmp/fluebox-0: $(cat "$T/ns.out")"
+    elif [ "$(stat -c %u "/tmp/fluebox-$fbt" 2>/dev/null)" = "$fbt" ]; then
+      ok "uid 0 of an unshare -r namespace keeps out of /tmp/fluebox-0"
+    else
+      fail "uid 0 of an unshare -r namespace keeps out of /tmp/fluebox-0" "no /tmp/fluebox-$fbt either: $(cat "$T/ns.out")"
+    fi
+  fi
+fi
+
 # --- the default socket is only looked for in a private directory ------------------
 mkdir -p "$T/xdg-open"; chmod 755 "$T/xdg-open"; as_root || chown "$FB_AS" "$T/xdg-open"
 XDG_RUNTIME_DIR=$T/xdg-open run_fb session ls

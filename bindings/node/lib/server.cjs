@@ -29,6 +29,18 @@ function privateDirProblem(p, uid) {
   return null;
 }
 
+/** uid's id one user namespace up (/proc/self/uid_map), as the server names
+ * its directories: uid 0 of an `unshare -r` namespace is not root. */
+function outerUid(uid) {
+  let map = '';
+  try { map = fs.readFileSync('/proc/self/uid_map', 'utf8'); } catch { return uid; }
+  for (const line of map.split('\n')) {
+    const f = line.trim().split(/\s+/).map(Number);
+    if (f.length === 3 && f.every(Number.isInteger) && uid >= f[0] && uid < f[0] + f[2]) return f[1] + (uid - f[0]);
+  }
+  return uid;
+}
+
 /** The socket path a client uses when none is given: in the user's private
  * directory, the same rule as the server's (docs/protocol.md section 1).
  * Throws UntrustedServerError when the last choice, /tmp/fluebox-UID, exists
@@ -38,9 +50,10 @@ function defaultSocketPath(env = process.env) {
   const uid = process.getuid ? process.getuid() : 0;
   const xdg = env.XDG_RUNTIME_DIR;
   if (xdg && path.isAbsolute(xdg) && !privateDirProblem(xdg, uid)) return path.join(xdg, 'fluebox.sock');
-  const run = `/run/user/${uid}`;
+  const name = outerUid(uid);
+  const run = `/run/user/${name}`;
   if (!privateDirProblem(run, uid)) return path.join(run, 'fluebox.sock');
-  const d = `/tmp/fluebox-${uid}`;
+  const d = `/tmp/fluebox-${name}`;
   let exists = true;
   try { fs.lstatSync(d); } catch { exists = false; }
   if (exists) {

@@ -402,6 +402,22 @@ def _private_dir_problem(p: str, uid: int) -> Optional[str]:
     return None
 
 
+def _outer_uid(uid: int) -> int:
+    """uid's id one user namespace up (/proc/self/uid_map), as the server
+    names its directories: uid 0 of an `unshare -r` namespace is not root."""
+    try:
+        with open("/proc/self/uid_map") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 3:
+                    inside, outside, count = (int(x) for x in parts)
+                    if inside <= uid < inside + count:
+                        return outside + (uid - inside)
+    except (OSError, ValueError):
+        pass
+    return uid
+
+
 def default_socket_path(env: Optional[Mapping[str, str]] = None) -> str:
     """The socket a client uses when none is given (docs/protocol.md, 1): in
     the user's private directory, the same rule as the server's. Raises
@@ -414,10 +430,11 @@ def default_socket_path(env: Optional[Mapping[str, str]] = None) -> str:
     xdg = env.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isabs(xdg) and _private_dir_problem(xdg, uid) is None:
         return os.path.join(xdg, "fluebox.sock")
-    run = "/run/user/%d" % uid
+    name = _outer_uid(uid)
+    run = "/run/user/%d" % name
     if _private_dir_problem(run, uid) is None:
         return os.path.join(run, "fluebox.sock")
-    d = "/tmp/fluebox-%d" % uid
+    d = "/tmp/fluebox-%d" % name
     if os.path.lexists(d):
         why = _private_dir_problem(d, uid)
         if why:
