@@ -685,14 +685,11 @@ static bool ends_with(const char *s, const char *suf)
     return a >= b && !strcmp(s + a - b, suf);
 }
 
+/* --changes FILE is written whole or not at all (a full disk leaves no cut
+ * JSON or patch behind); "-" is stdout. */
 static int write_out(const char *path, const char *data, size_t len, struct fb_err *err)
 {
-    int fd = strcmp(path, "-") ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : 1;
-    if (fd < 0)
-        return fb_errno(err, FB_EXIT_SETUP, "--changes %s", path);
-    int rc = fb_write_all(fd, data, len);
-    if (fd != 1)
-        close(fd);
+    int rc = strcmp(path, "-") ? fb_write_output(path, data, len) : fb_write_all(1, data, len);
     return rc < 0 ? fb_errno(err, FB_EXIT_SETUP, "--changes %s", path) : 0;
 }
 

@@ -48,6 +48,13 @@ ssize_t fb_read_full(int fd, void *buf, size_t len); /* until len or EOF */
 /* Write a small string to a file (procfs, cgroupfs). Returns 0 or -1/errno. */
 int fb_write_file(const char *path, const char *data);
 int fb_write_fileat(int dirfd, const char *path, const char *data);
+/* Write an output file (--report, --changes) whole or not at all: the data
+ * goes to a new file in the same directory, is flushed, and then renamed
+ * over path; a symlink is followed and its target replaced, an existing
+ * file's mode (and, as root, owner) kept. A path that is not a regular file
+ * (a terminal, a pipe, /dev/null, /dev/stdout) is written in place. Returns
+ * 0, or -1 with errno and path as it was, nothing left behind. */
+int fb_write_output(const char *path, const void *data, size_t len);
 /* Read up to cap-1 bytes of a small file into buf, NUL-terminated. -1/errno. */
 ssize_t fb_read_file(const char *path, char *buf, size_t cap);
 ssize_t fb_read_fileat(int dirfd, const char *path, char *buf, size_t cap);

@@ -209,8 +209,10 @@ int cmd_learn(int argc, char **argv)
     code = res.exit_code;
     if (p.report) {
         struct fb_err rerr = {0};
-        if (report_write(p.report, &p, &res, &rerr) < 0)
+        if (report_write(p.report, &p, &res, &rerr) < 0) {
             fb_warn("%s", rerr.msg);
+            code = FB_EXIT_SETUP;
+        }
     }
     if (!res.seccomp.active) {
         fb_warn("learn: the supervisor received no seccomp notifications channel; nothing learned");

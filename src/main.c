@@ -38,12 +38,15 @@ static int cmd_run(int argc, char **argv)
     struct fb_result res;
     if (supervise_run(&p, &res, &err) < 0)
         fb_warn("%s", err.msg);
-    if (p.report) {
-        struct fb_err rerr = {0};
-        if (report_write(p.report, &p, &res, &rerr) < 0)
-            fb_warn("%s", rerr.msg);
-    }
     code = res.exit_code;
+    if (p.report) {
+        /* A report that was asked for and is missing fails the run. */
+        struct fb_err rerr = {0};
+        if (report_write(p.report, &p, &res, &rerr) < 0) {
+            fb_warn("%s", rerr.msg);
+            code = FB_EXIT_SETUP;
+        }
+    }
     policy_free(&p);
     return code;
 }

@@ -199,16 +199,12 @@ int report_write(const char *path, const struct fb_policy *p, const struct fb_re
     json_decref(o);
     if (!s)
         return fb_errf(err, FB_EXIT_SETUP, "--report: cannot encode");
-    int fd = strcmp(path, "-") ? open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : 2;
-    if (fd < 0) {
-        free(s);
-        return fb_errno(err, FB_EXIT_SETUP, "--report %s", path);
-    }
-    int rc = fb_write_all(fd, s, strlen(s));
-    if (rc == 0)
-        rc = fb_write_all(fd, "\n", 1);
-    if (fd != 2)
-        close(fd);
+    char *line = fb_xasprintf("%s\n", s);
     free(s);
+    /* A file is written whole or not at all (a full disk leaves no empty or
+     * cut report behind); "-" is stderr. */
+    int rc = strcmp(path, "-") ? fb_write_output(path, line, strlen(line))
+                               : fb_write_all(2, line, strlen(line));
+    free(line);
     return rc < 0 ? fb_errno(err, FB_EXIT_SETUP, "--report %s", path) : 0;
 }

@@ -350,59 +350,205 @@ static void op_read(int64_t tag, json_t *h, int *fds, size_t nfds)
     reply_ok(tag, res, NULL, 0);
 }
 
+/* ---- file.write ----
+ *
+ * A write replaces the file whole: the data goes to a new file in the same
+ * directory, renamed over the target only once all of it is written, so a
+ * full disk or a transfer cut short leaves the old file (or no file), never
+ * a partial one. An append writes in place and, when it fails, cuts the
+ * file back to its old length. A file that cannot be renamed over (a
+ * bind-mounted file, or one in a directory the sandbox user may not write)
+ * is written in place, as it always was. */
+
+static unsigned write_seq;
+
+/* Where a write to path lands: its directory (an fd) and the name in it,
+ * after following the symlinks of the last component as open() would,
+ * inside the sandbox and never through /proc. */
+static int write_target(const char *path, int *dirfd, char *name, size_t cap)
+{
+    char cur[4096];
+    snprintf(cur, sizeof cur, "%s", path);
+    for (int hops = 0; hops < 40; hops++) {
+        char *slash = strrchr(cur, '/');
+        const char *base = slash ? slash + 1 : cur;
+        if (!*base || !strcmp(base, ".") || !strcmp(base, "..") || strlen(base) >= cap) {
+            errno = *base && strlen(base) >= cap ? ENAMETOOLONG : EISDIR;
+            return -1;
+        }
+        char dir[4096];
+        if (!slash)
+            snprintf(dir, sizeof dir, ".");
+        else if (slash == cur)
+            snprintf(dir, sizeof dir, "/");
+        else
+            snprintf(dir, sizeof dir, "%.*s", (int)(slash - cur), cur);
+        int d = open_safe(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+        if (d < 0)
+            return -1;
+        if (on_procfs(d)) {
+            close(d);
+            errno = EACCES;
+            return -1;
+        }
+        struct stat st;
+        if (fstatat(d, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISLNK(st.st_mode)) {
+            snprintf(name, cap, "%s", base);
+            *dirfd = d;
+            return 0;
+        }
+        char t[4096];
+        ssize_t n = readlinkat(d, base, t, sizeof t - 1);
+        close(d);
+        if (n < 0)
+            return -1;
+        t[n] = 0;
+        char next[4096];
+        if (t[0] == '/' || !slash)
+            snprintf(next, sizeof next, "%s", t);
+        else if (snprintf(next, sizeof next, "%s/%s", dir, t) >= (int)sizeof next) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        memcpy(cur, next, sizeof cur);
+    }
+    errno = ELOOP;
+    return -1;
+}
+
+/* Is dir/name a mount point (a file bind-mounted into the sandbox)? */
+static bool mount_root(int dir, const char *name)
+{
+    struct statx sx;
+    return statx(dir, name, AT_SYMLINK_NOFOLLOW, 0, &sx) == 0 &&
+           (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+           (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+/* The end of a write, e being 0 or the transfer's errno: a new file (tmp)
+ * is renamed into place ("exclusive": only where nothing is, else EEXIST),
+ * or removed on failure; a file written in place (tmp NULL) is cut back to
+ * `keep` bytes on failure. Closes fd. Returns 0 or an errno value. */
+static int write_finish(int e, int fd, off_t keep, int dir, const char *tmp, const char *name,
+                        bool excl)
+{
+    if (e && !tmp)
+        (void)!ftruncate(fd, keep);
+    if (close(fd) < 0 && !e)
+        e = errno;
+    if (!tmp)
+        return e;
+    if (!e && !excl) {
+        if (renameat(dir, tmp, dir, name) == 0)
+            return 0;
+        e = errno;
+    } else if (!e) {
+        if (renameat2(dir, tmp, dir, name, RENAME_NOREPLACE) == 0)
+            return 0;
+        e = errno;
+        if ((e == EINVAL || e == ENOSYS) && linkat(dir, tmp, dir, name, 0) == 0)
+            e = 0; /* no RENAME_NOREPLACE on this file system: linked, tmp goes */
+        else if (e == EINVAL || e == ENOSYS)
+            e = errno;
+    }
+    unlinkat(dir, tmp, 0);
+    return e;
+}
+
+/* Open the file to write: a new temporary file next to the target (its
+ * name in tmp), or the target itself in place (tmp[0] = 0, *keep = the
+ * length to cut back to). Returns the fd, or -1 with errno. */
+static int write_open(int dir, const char *name, bool append, bool excl, mode_t mode, char *tmp,
+                      size_t cap, off_t *keep)
+{
+    struct stat st;
+    bool exists = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (!exists && errno != ENOENT)
+        return -1;
+    if (exists && excl)
+        return errno = EEXIST, -1;
+    if (exists && S_ISDIR(st.st_mode))
+        return errno = EISDIR, -1;
+    if (exists && !S_ISREG(st.st_mode))
+        return errno = EINVAL, -1;
+    tmp[0] = 0;
+    *keep = 0;
+    if (!exists || !(append || mount_root(dir, name))) {
+        snprintf(tmp, cap, ".fluebox-write-%d-%u-%llx", (int)getpid(), write_seq++,
+                 (unsigned long long)(fb_now_ns() & 0xffffffffffull));
+        int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        exists ? st.st_mode & 07777 : mode);
+        if (fd >= 0 || !exists || (errno != EACCES && errno != EPERM && errno != EROFS)) {
+            if (fd < 0)
+                tmp[0] = 0;
+            return fd;
+        }
+        tmp[0] = 0; /* a directory we may not write in: in place */
+    }
+    int fd = openat(dir, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat fst;
+    int e = 0;
+    if (fstat(fd, &fst) < 0)
+        e = errno;
+    else if (!S_ISREG(fst.st_mode))
+        e = EINVAL;
+    else if (on_procfs(fd))
+        e = EACCES;
+    else if (!append && ftruncate(fd, 0) < 0)
+        e = errno;
+    if (e) {
+        close(fd);
+        return errno = e, -1;
+    }
+    *keep = append ? fst.st_size : 0;
+    fcntl(fd, F_SETFL, append ? O_APPEND : 0); /* clears O_NONBLOCK */
+    return fd;
+}
+
 static void op_write(int64_t tag, json_t *h, const char *payload, size_t plen, int *fds,
                      size_t nfds)
 {
     const char *path = hstr(h, "path");
     int64_t size = hint(h, "size", -1);
-    bool inl = hbool(h, "inline");
+    bool inl = hbool(h, "inline"), excl = hbool(h, "exclusive");
     if (!path || size < 0 || (inl && (size_t)size != plen) || (!inl && nfds < 1))
         return reply_errno(tag, EINVAL);
     if (hbool(h, "parents") && mkdir_parents(path) < 0)
         return reply_errno(tag, errno);
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-    flags |= hbool(h, "append") ? O_APPEND : 0;
-    flags |= hbool(h, "exclusive") ? O_EXCL : 0;
     mode_t mode = (mode_t)(hint(h, "mode", 0644) & 07777);
-    /* Truncate only once we know it is a regular file. */
-    int fd = open_safe(path, flags, mode);
-    if (fd < 0)
+    int dir;
+    char name[256], tmp[64];
+    off_t keep;
+    if (write_target(path, &dir, name, sizeof name) < 0)
         return reply_errno(tag, errno);
-    struct stat st;
-    int e = 0;
-    if (fstat(fd, &st) < 0)
-        e = errno;
-    else if (S_ISDIR(st.st_mode))
-        e = EISDIR;
-    else if (!S_ISREG(st.st_mode))
-        e = EINVAL;
-    else if (on_procfs(fd))
-        e = EACCES;
-    else if (!hbool(h, "append") && ftruncate(fd, 0) < 0)
-        e = errno;
-    if (!e)
-        fcntl(fd, F_SETFL, flags & O_APPEND); /* clears O_NONBLOCK */
-    if (e) {
-        close(fd);
+    int fd = write_open(dir, name, hbool(h, "append"), excl, mode, tmp, sizeof tmp, &keep);
+    if (fd < 0) {
+        int e = errno;
+        close(dir);
         return reply_errno(tag, e);
     }
+    const char *t = tmp[0] ? tmp : NULL;
     if (inl) {
-        if (fb_write_all(fd, payload, plen) < 0)
-            e = errno ? errno : EIO;
-        close(fd);
+        int e = fb_write_all(fd, payload, plen) < 0 ? (errno ? errno : EIO) : 0;
+        e = write_finish(e, fd, keep, dir, t, name, excl);
+        close(dir);
         if (e)
             return reply_errno(tag, e);
         return reply_ok(tag, json_pack("{s:I}", "bytesWritten", (json_int_t)plen), NULL, 0);
     }
     pid_t pid = helper_fork();
     if (pid < 0) {
-        e = errno;
-        close(fd);
+        int e = errno;
+        write_finish(e, fd, keep, dir, t, name, excl);
+        close(dir);
         return reply_errno(tag, e);
     }
     if (pid == 0)
-        _exit(copy_fd(fds[0], fd, size, false, 0));
+        _exit(write_finish(copy_fd(fds[0], fd, size, false, 0), fd, keep, dir, t, name, excl));
     close(fd);
+    close(dir);
     job_add(pid, tag, J_WRITE, size);
 }
 

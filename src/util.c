@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static int verrf(struct fb_err *err, int code, int errnum, const char *fmt, va_list ap)
@@ -73,6 +74,76 @@ int fb_write_all(int fd, const void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+/* A stream (not a regular file): write in place. */
+static int write_stream(const char *path, const void *data, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    int rc = fb_write_all(fd, data, len);
+    int e = errno;
+    if (close(fd) < 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    errno = e;
+    return rc;
+}
+
+int fb_write_output(const char *path, const void *data, size_t len)
+{
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode))
+        return write_stream(path, data, len);
+    /* The file to replace: path, or where its symlinks end. */
+    char *real = NULL;
+    struct stat lst;
+    if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode) && !(real = realpath(path, NULL)))
+        return write_stream(path, data, len); /* dangling: created through it, as open() does */
+    const char *target = real ? real : path;
+    const char *slash = strrchr(target, '/');
+    char tmp[4096];
+    uint64_t r = fb_now_ns() ^ ((uint64_t)getpid() << 40);
+    int n = snprintf(tmp, sizeof tmp, "%.*s.fluebox-%d-%016llx.tmp",
+                     slash ? (int)(slash - target + 1) : 0, target, (int)getpid(),
+                     (unsigned long long)r);
+    if (n < 0 || (size_t)n >= sizeof tmp) {
+        free(real);
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        int e = errno;
+        free(real);
+        errno = e;
+        return -1;
+    }
+    if (exists) {
+        fchmod(fd, st.st_mode & 07777);
+        if (geteuid() == 0)
+            (void)!fchown(fd, st.st_uid, st.st_gid);
+    }
+    int rc = fb_write_all(fd, data, len);
+    if (rc == 0)
+        rc = fdatasync(fd);
+    int e = errno;
+    if (close(fd) < 0 && rc == 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc == 0 && rename(tmp, target) < 0) {
+        rc = -1;
+        e = errno;
+    }
+    if (rc < 0)
+        unlink(tmp);
+    free(real);
+    errno = e;
+    return rc;
 }
 
 ssize_t fb_read_full(int fd, void *buf, size_t len)

@@ -36,4 +36,38 @@ if as_root && command -v unshare >/dev/null; then
   out=$(unshare -Ur sh -c "echo 0 > /proc/sys/user/max_user_namespaces && '$FB' run -- true" 2>&1); rc=$?
   case "$out" in *"user namespaces are disabled"*) [ $rc = 125 ] && ok "no user namespaces: clear error, 125" || fail "no userns rc" "$rc";; *) fail "no user namespaces: clear error" "$rc $out";; esac
 fi
+# A full disk: --report and --changes are written whole or not at all, and
+# a file that could not be written fails the run (125) with one clear line.
+# The disk is a 64 KiB tmpfs, filled up, mounted on a fresh directory of
+# this test in a throwaway mount namespace (never over a host path).
+AS=(); [ "$FB_AS" = root ] || AS=(setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups --reset-env -- env PATH="$PATH" HOME=/tmp)
+mkdir -p "$T/full" "$T/fullws"; seq 1 100 > "$T/fullws/big"; [ "$FB_AS" = root ] || chown -R "$FB_AS:$FB_AS" "$T/fullws"
+full_run() { # fluebox ARGS as FB_AS, with $T/full full; sets RC, ERR, LS (what is in it), KEEP
+  unshare -m --propagation private bash -c '
+    d=$1; shift
+    mount -t tmpfs -o size=64k,mode=1777 fluebox-test-full "$d" || exit 99
+    echo old > "$d/keep.json"; chmod 666 "$d/keep.json"
+    head -c 1000000 /dev/zero > "$d/fill" 2>/dev/null
+    "$@" >"$d.out" 2>"$d.err" </dev/null; echo $? > "$d.rc"
+    ls -A "$d" | tr "\n" " " > "$d.ls"; cat "$d/keep.json" > "$d.keep"' _ "$T/full" "${AS[@]}" "$FB" "$@"
+  RC=$(cat "$T/full.rc" 2>/dev/null); ERR=$(cat "$T/full.err" 2>/dev/null)
+  LS=$(cat "$T/full.ls" 2>/dev/null); KEEP=$(cat "$T/full.keep" 2>/dev/null)
+}
+full_check() { # NAME WHAT(--report/--changes) FILE — the outcome of the last full_run
+  if [ "$RC" = 125 ] && [ "$(printf '%s\n' "$ERR" | tail -n 1)" = "fluebox: $2 $T/full/$3: No space left on device" ] &&
+     [ "$LS" = "fill keep.json " ] && [ "$KEEP" = old ]; then ok "$1"
+  else fail "$1" "rc=$RC files=[$LS] keep=[$(printf %s "$KEEP" | head -c 60)] stderr: $ERR"; fi
+}
+if command -v unshare >/dev/null; then
+  full_run run --report "$T/full/keep.json" -- true
+  full_check "full disk: --report fails (125), the old report is intact" --report keep.json
+  full_run run --report "$T/full/new.json" -- true
+  full_check "full disk: --report fails (125), no empty or partial file" --report new.json
+  full_run run --workspace "$T/fullws" --cow --changes "$T/full/keep.json" -- sh -c 'seq 1 20000 > big'
+  full_check "full disk: --changes fails (125), the old file is intact" --changes keep.json
+  full_run run --workspace "$T/fullws" --cow --changes "$T/full/c.patch" -- sh -c 'seq 1 20000 > big'
+  full_check "full disk: --changes (a patch) fails (125), no partial file" --changes c.patch
+  [ "$(cat "$T/fullws/big" | wc -l)" = 100 ] && ok "full disk: the workspace is untouched" || fail "full disk: the workspace is untouched"
+fi
+
 no_leftovers "bad input leaves nothing behind"

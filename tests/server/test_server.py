@@ -551,6 +551,44 @@ def t_big_files(srv):
     c.call("session.destroy", {"session": s})
 
 
+@test
+def t_write_full_disk(srv):
+    """file.write on a full file system (the session's own /tmp, a tmpfs of
+    limits.disk) fails with ENOSPC and leaves the old file, or no file, never
+    a partial one; an append is cut back to the old length."""
+    c = srv.conn()
+    s = c.call("session.create", {"limits": {"disk": "1M"}})["session"]
+    S = {"session": s}
+
+    def write(path, data, **kw):
+        p = dict(S, path=path, data=base64.b64encode(data).decode(), encoding="base64", **kw)
+        return c.try_call("file.write", p)
+
+    def content(path):
+        r, e = c.try_call("file.read", dict(S, path=path, encoding="base64"))
+        return None if e else base64.b64decode(r["data"])
+
+    write("/tmp/keep", b"old\n")
+    big = os.urandom(2 << 20)  # more than the disk, sent through the bulk path
+    _, e = write("/tmp/keep", big)
+    check("file.write past a full disk (bulk): ENOSPC", e and e["code"] == "ENOSPC", e)
+    check("file.write past a full disk (bulk): the old file is intact", content("/tmp/keep") == b"old\n")
+    _, e = write("/tmp/new", big)
+    check("file.write of a new file past a full disk: ENOSPC, no file",
+          e and e["code"] == "ENOSPC" and content("/tmp/new") is None, e)
+    _, e = write("/tmp/keep", big, append=True)
+    check("file.write append past a full disk: ENOSPC, cut back to the old length",
+          e and e["code"] == "ENOSPC" and content("/tmp/keep") == b"old\n", e)
+    # Fill the disk, then a small write (inline in the request) fails the same way.
+    c.call("exec", dict(S, command="head -c 2000000 /dev/zero > /tmp/fill; true"))
+    _, e = write("/tmp/keep", b"x" * 50000)
+    check("file.write on a full disk (inline): ENOSPC, the old file intact",
+          e and e["code"] == "ENOSPC" and content("/tmp/keep") == b"old\n", e)
+    r = c.call("exec", dict(S, command="ls -A /tmp"))
+    check("file.write on a full disk leaves no temporary file", "fluebox" not in r["stdout"], r["stdout"])
+    c.call("session.destroy", S)
+
+
 # ---------------------------------------------------------------- boundaries
 
 
