@@ -40,6 +40,8 @@
 
 #define START_FILE "fluebox-start"
 
+static void tree_usage(int dirfd, int64_t limit, int depth, int64_t *total);
+
 /* ---- supervisor: state ---- */
 
 /* Record c->start in DIR/fluebox-start (best effort: without it, the next
@@ -120,6 +122,20 @@ int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow
         c->persistent = true;
         c->upper_dir = fb_xstrdup(p->cow_upper);
         persistent_start(c, p->cow_upper);
+        int d = open(p->cow_upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int64_t used = 0;
+        if (d >= 0 && c->disk > 0)
+            tree_usage(d, c->disk, 0, &used);
+        if (d >= 0)
+            close(d);
+        if (c->disk > 0 && used >= c->disk) {
+            fb_errf(err, FB_EXIT_SETUP,
+                    "--cow-upper %s: the layer already takes --disk (%lld bytes) or more: "
+                    "remove it, or raise --disk",
+                    p->cow_upper, (long long)c->disk);
+            cow_free(c);
+            return -1;
+        }
     }
     *out = c;
     return 0;
@@ -246,8 +262,81 @@ const struct fb_cow_base *cow_base_get(const struct fb_cow *c, const char *path)
     return slot && *slot ? &c->base[*slot - 1] : NULL;
 }
 
+/* ---- --disk on a --cow-upper directory ----
+ *
+ * A tmpfs layer is sized by the kernel. A layer in the caller's directory
+ * lives on a file system fluebox cannot size, so the supervisor measures
+ * it instead (allocated blocks of everything in the directory): before the
+ * run (a layer already at --disk is refused), twice a second while the
+ * command runs (past --disk it is stopped, supervise.c) and when the
+ * changes are reported (a layer at --disk is reported full and not
+ * committed). */
+
+/* Add the blocks of everything below dirfd to *total, stopping early once
+ * it passes limit. A directory the sandbox made unsearchable is opened up
+ * for a moment (we own it when fluebox is unprivileged; root needs none of
+ * this). */
+static void tree_usage(int dirfd, int64_t limit, int depth, int64_t *total)
+{
+    int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    rewinddir(d); /* the duplicate shares dirfd's offset */
+    struct dirent *e;
+    while (*total <= limit && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        *total += (int64_t)st.st_blocks * 512;
+        if (!S_ISDIR(st.st_mode) || depth > 512)
+            continue;
+        int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0 && errno == EACCES && st.st_uid == geteuid() &&
+            fchmodat(dirfd, e->d_name, (st.st_mode & 07777) | 0500, 0) == 0) {
+            sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0)
+                tree_usage(sub, limit, depth + 1, total);
+            fchmodat(dirfd, e->d_name, st.st_mode & 07777, 0);
+            if (sub >= 0)
+                close(sub);
+            continue;
+        }
+        if (sub >= 0) {
+            tree_usage(sub, limit, depth + 1, total);
+            close(sub);
+        }
+    }
+    closedir(d);
+}
+
+int64_t cow_upper_usage(const struct fb_cow *c, int64_t limit)
+{
+    int64_t total = 0;
+    if (c->store >= 0)
+        tree_usage(c->store, limit < 0 ? INT64_MAX : limit, 0, &total);
+    return total;
+}
+
+bool cow_upper_over(struct fb_cow *c)
+{
+    if (!c->persistent || c->disk <= 0 || c->store < 0)
+        return false;
+    if (!c->over_disk)
+        c->over_disk = cow_upper_usage(c, c->disk) >= c->disk;
+    return c->over_disk;
+}
+
 bool cow_upper_full(const struct fb_cow *c)
 {
+    if (c->persistent)
+        return c->disk > 0 && c->store >= 0 &&
+               (c->over_disk || cow_upper_usage(c, c->disk) >= c->disk);
     struct statvfs sv;
     if (c->store < 0 || fstatvfs(c->store, &sv) < 0)
         return false;
@@ -664,6 +753,7 @@ int cow_reset(struct fb_cow *c, struct fb_err *err)
     if (empty_dir(c->upper, 0) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: emptying the upper layer");
     base_clear(c);
+    c->over_disk = false;
     /* An empty layer starts its history now. */
     clock_gettime(CLOCK_REALTIME, &c->start);
     wait_coarse_past_start(c);
@@ -724,11 +814,11 @@ int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, b
     char why[600];
     bool committed = false;
     if (p->cow_commit) {
-        if (!ran_ok) {
+        if (ch.upper_full) {
+            not_committed = "the copy-on-write layer ran out of space (--disk)";
+        } else if (!ran_ok) {
             snprintf(why, sizeof why, "the command did not succeed (exit %d)", exit_code);
             not_committed = why;
-        } else if (ch.upper_full) {
-            not_committed = "the copy-on-write layer ran out of space (--disk)";
         } else if (commit_apply(c, &ch, NULL, 0, false, NULL, &res, &err) < 0) {
             snprintf(why, sizeof why, "%s", res.nconflicts ? "conflicts with changes made on the host"
                                                          : err.msg);

@@ -80,6 +80,7 @@ struct fb_cow {
     uid_t inside_uid;        /* the sandbox's ids (reset remounts as them) */
     gid_t inside_gid;
     int64_t disk;            /* upper tmpfs size, bytes; <= 0 unlimited */
+    bool over_disk;          /* a --cow-upper layer was found at --disk */
     struct timespec start;   /* host files changed at or after this conflict */
     struct fb_cow_base *base; /* paths committed by this session (commit.c) */
     size_t nbase;
@@ -120,8 +121,16 @@ void cow_free(struct fb_cow *c);
  * overlay at /workspace; otherwise the upper directory is emptied. */
 int cow_reset(struct fb_cow *c, struct fb_err *err);
 
-/* Has the upper layer run out of space or inodes? */
+/* Has the upper layer run out of space or inodes? (A --cow-upper layer:
+ * has it reached --disk?) */
 bool cow_upper_full(const struct fb_cow *c);
+
+/* --disk on a --cow-upper layer, which no file system limit enforces: the
+ * bytes the layer's directory takes (counting stops past limit, -1 = no
+ * limit), and whether it has reached --disk (remembered once true). For a
+ * tmpfs layer cow_upper_over() is always false: the kernel enforces it. */
+int64_t cow_upper_usage(const struct fb_cow *c, int64_t limit);
+bool cow_upper_over(struct fb_cow *c);
 
 /* `fluebox run` after the command: compute the changes, write --changes,
  * commit with --commit when the command exited 0. Returns the exit code

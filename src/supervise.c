@@ -21,7 +21,10 @@
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS, K_SECCOMP, K_GRACE };
+enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS, K_SECCOMP, K_GRACE, K_DISK };
+
+/* How often a --cow-upper layer is measured against --disk (cow.c). */
+#define DISK_CHECK_NS 500000000L
 
 /* Signals that ask the run to end: after forwarding one, the sandbox gets
  * FB_SIGNAL_GRACE_MS to do so. */
@@ -110,7 +113,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
 
     cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
     cleanup_close int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    cleanup_close int tfd = -1;
+    cleanup_close int tfd = -1, dfd = -1;
     cleanup_close int gfd = -1; /* the grace period after an ending signal */
     int got_signal = 0;         /* the first ending signal forwarded */
     bool grace_killing = false;
@@ -144,7 +147,20 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         ep_add(ep, tfd, K_TIMER);
     }
 
-    bool have_status = false, init_gone = false;
+    if (sb.cow && cow_upper_over(sb.cow)) {
+        /* Reached --disk already while the sandbox was set up. */
+        syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
+    } else if (sb.cow && sb.cow->persistent && sb.cow->disk > 0) {
+        dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct itimerspec its = {.it_interval = {0, DISK_CHECK_NS}, .it_value = {0, DISK_CHECK_NS}};
+        if (dfd < 0 || timerfd_settime(dfd, 0, &its, NULL) < 0) {
+            fb_errno(err, FB_EXIT_SETUP, "timerfd");
+            goto fatal;
+        }
+        ep_add(ep, dfd, K_DISK);
+    }
+
+    bool have_status = false, init_gone = false, disk_killed = false;
     int wstatus = 0;
     while (!init_gone) {
         struct epoll_event evs[8];
@@ -230,6 +246,23 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
                 }
                 break;
             }
+            case K_DISK: {
+                /* --disk on a --cow-upper layer: no file system enforces
+                 * it, so past it the command is stopped as a timeout is. */
+                uint64_t ticks;
+                if (read(dfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
+                    break;
+                if (disk_killed) {
+                    sandbox_kill(&sb); /* init did not finish it within a second */
+                    epoll_ctl(ep, EPOLL_CTL_DEL, dfd, NULL);
+                } else if (cow_upper_over(sb.cow)) {
+                    disk_killed = true;
+                    syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
+                    struct itimerspec grace = {.it_value = {1, 0}};
+                    timerfd_settime(dfd, 0, &grace, NULL);
+                }
+                break;
+            }
             case K_EGRESS:
                 egress_dispatch(sb.egress);
                 break;
@@ -276,9 +309,20 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
             fb_warn("%s", note);
     }
 
+    /* Measured once more: the command may have filled the layer and ended
+     * between two checks. */
+    bool disk_stop = sb.cow && cow_upper_over(sb.cow);
     if (res->timed_out) {
         res->exit_code = FB_EXIT_TIMEOUT;
         res->signal = SIGKILL;
+    } else if (disk_stop) {
+        res->exit_code = FB_EXIT_SETUP;
+        res->signal = disk_killed ? SIGKILL : 0;
+        snprintf(res->error, sizeof res->error,
+                 "--disk: the copy-on-write layer in %s reached %lld bytes%s",
+                 sb.cow->upper_dir, (long long)sb.cow->disk,
+                 disk_killed ? "; the command was stopped" : "");
+        fb_warn("%s", res->error);
     } else if (res->end_signal && have_status && WIFEXITED(wstatus)) {
         res->end_signal = 0; /* it exited by itself after all */
         res->status_code = WEXITSTATUS(wstatus);
@@ -314,7 +358,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     if (cow) {
         /* The sandbox is gone, its upper layer complete: report the changes
          * and commit them if asked and the command succeeded (cow.c). */
-        bool ok = res->status_code == 0 && !res->timed_out;
+        bool ok = res->status_code == 0 && !res->timed_out && !disk_stop;
         res->exit_code = cow_run_finish(p, cow, res->exit_code, ok);
         cow_free(cow);
     }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # 93-cow-upper.sh — --cow-upper DIR keeps the copy-on-write layer in the
 # caller's directory: a later run continues where the last one stopped, a
-# commit empties it, and the run after a commit sees no false conflicts.
+# commit empties it, and the run after a commit sees no false conflicts;
+# --disk bounds it as it bounds a tmpfs layer.
 . "$(dirname "$0")/../lib.sh"
 
 own() { [ "$FB_AS" = root ] || chown -R "$FB_AS:$FB_AS" "$@"; }
@@ -34,5 +35,31 @@ if [ "$RC" = 0 ] && [ "$(cat $W/ws/a)" = a3 ]; then
 else
   fail "cow-upper: a file committed by the last run is no conflict" "rc=$RC $ERR"
 fi
+
+# --disk holds for a layer in DIR too. No file system limit enforces it
+# there, so fluebox measures the layer: a command that writes past it is
+# stopped (it would otherwise sleep for a minute: the test waits for
+# fluebox to exit), the layer is reported full and never committed, and the
+# next run with the full layer is refused.
+W=$T/d; mkdir -p $W/ws $W/up; echo a > $W/ws/a; own $W
+run_fb run --workspace $W/ws --cow-upper $W/up --disk 1M --commit -- sh -c 'head -c 4M /dev/zero > big; sleep 60'
+if [ "$RC" = 125 ] && [ ! -e $W/ws/big ] &&
+   printf '%s\n' "$ERR" | grep -qxF "fluebox: --disk: the copy-on-write layer in $W/up reached 1048576 bytes; the command was stopped" &&
+   printf '%s\n' "$ERR" | grep -q "not committing: the copy-on-write layer ran out of space"; then
+  ok "cow-upper: a command that writes past --disk is stopped, nothing committed"
+else
+  fail "cow-upper: a command that writes past --disk is stopped, nothing committed" "rc=$RC $ERR"
+fi
+run_fb run --workspace $W/ws --cow-upper $W/up --disk 1M -- true
+case "$RC:$ERR" in
+  "125:"*"--cow-upper $W/up: the layer already takes --disk (1048576 bytes) or more"*) ok "cow-upper: a run on a layer already at --disk is refused" ;;
+  *) fail "cow-upper: a run on a layer already at --disk is refused" "rc=$RC $ERR" ;;
+esac
+rm -rf $W/up; mkdir $W/up; own $W/up
+run_fb run --workspace $W/ws --cow-upper $W/up --disk 1M --changes - -- sh -c 'head -c 2M /dev/zero > big'
+case "$RC:$OUT" in
+  125:*'"upper_full":true'*) ok "cow-upper: a layer past --disk when the command ends is reported full" ;;
+  *) fail "cow-upper: a layer past --disk when the command ends is reported full" "rc=$RC $OUT $ERR" ;;
+esac
 
 no_leftovers "cow-upper: nothing left behind"
