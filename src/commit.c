@@ -659,10 +659,12 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
 
     struct apply a = {.c = c, .r = res, .prog = prog, .force = force, .chv = ch->v,
                       .failed = fb_xcalloc(ch->n + 1, 1)};
-    /* Steps: one per change applied, one more per entry that goes away. */
+    /* Steps: one per change applied, one more per entry that goes away and
+     * per new directory (created, then given its mode). */
     a.total = gone.n;
     for (size_t i = 0; i < n; i++)
-        a.total += v[i]->status != FB_CHG_DELETED;
+        a.total += (v[i]->status != FB_CHG_DELETED) +
+                   (v[i]->kind == FB_K_DIR && v[i]->status == FB_CHG_ADDED);
     char *in_way = fb_xcalloc(n + 1, 1);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {

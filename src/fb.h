@@ -52,7 +52,8 @@ int fb_write_fileat(int dirfd, const char *path, const char *data);
  * goes to a new file in the same directory, is flushed, and then renamed
  * over path; a symlink is followed and its target replaced, an existing
  * file's mode (and, as root, owner) kept. A path that is not a regular file
- * (a terminal, a pipe, /dev/null, /dev/stdout) is written in place. Returns
+ * (a terminal, a pipe, /dev/null, /dev/stdout), or an existing file in a
+ * directory we may not create files in, is written in place. Returns
  * 0, or -1 with errno and path as it was, nothing left behind. */
 int fb_write_output(const char *path, const void *data, size_t len);
 /* Read up to cap-1 bytes of a small file into buf, NUL-terminated. -1/errno. */

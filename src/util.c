@@ -76,7 +76,8 @@ int fb_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-/* A stream (not a regular file): write in place. */
+/* A stream (not a regular file), or a file that cannot be replaced:
+ * written in place. */
 static int write_stream(const char *path, const void *data, size_t len)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOCTTY | O_CLOEXEC, 0666);
@@ -119,6 +120,9 @@ int fb_write_output(const char *path, const void *data, size_t len)
     if (fd < 0) {
         int e = errno;
         free(real);
+        /* A writable file in a directory we may not write in: in place. */
+        if (exists && (e == EACCES || e == EPERM || e == EROFS))
+            return write_stream(path, data, len);
         errno = e;
         return -1;
     }
