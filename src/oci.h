@@ -25,6 +25,8 @@
  *                 socket), ps
  *   oci_seccomp.c linux.seccomp -> a third, stacked filter (libseccomp)
  *   oci_hooks.c   the spec's hooks
+ *   oci_upper.c   the root's upper layer on disk before Linux 6.6: an ext4
+ *                 of run.fluebox.disk size on a loop device
  *
  * Processes (create):
  *   shim -> fluebox oci create (P) -> fork: supervisor (S, setsid)
@@ -243,6 +245,9 @@ struct oci_child {
     size_t nlower;
     int idmap_ns;          /* supervisor: the container's idmapping (a user
                               namespace) for the bind sources, or -1 */
+    int upper_fd;          /* the upper layer's filesystem on disk (a detached
+                              ext4 mount, oci_upper.c), or -1: a tmpfs the
+                              child makes (Linux 6.6+) */
     int spec_filter;       /* memfd of the spec's seccomp filter, or -1 */
     bool terminal;
 };
@@ -266,6 +271,15 @@ int oci_mount_prepare(const struct oci_spec *s, const char *uid_map, const char 
  * namespace the spec joins (made from inside it, by a helper). */
 int oci_mount_source(const struct oci_spec *s, int idmap_ns, size_t i, struct fb_err *err);
 void oci_mount_release(const struct oci_spec *s, struct oci_child *c);
+
+/* oci_upper.c: is the root's upper layer on disk (Linux before 6.6, or
+ * FLUEBOX_OCI_UPPER=disk)? Then, in the supervisor as host root: a fresh
+ * ext4 of size bytes (<= 0: as large as the free space) whose root belongs
+ * to uid:gid, as a detached mount (nosuid, nodev) that nothing on the host
+ * names; it goes, with its loop device and backing file, with the last
+ * reference to it (docs/oci.md). -1 with err on failure. */
+bool oci_upper_on_disk(void);
+int oci_upper_disk(int64_t size, uid_t uid, gid_t gid, struct fb_err *err);
 
 /* oci_seccomp.c: the spec's linux.seccomp as a filter in a memfd (-1 with
  * err on failure; -2 when the spec has none). */

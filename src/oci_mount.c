@@ -19,7 +19,10 @@
  * The idmapping is the container's own (0..65535 to its host range), so the
  * image's files keep their owners inside and root inside can change them;
  * its writes land in the upper tmpfs and go with the container (they never
- * reach the bundle or containerd's snapshot). Read-write binds are not
+ * reach the bundle or containerd's snapshot). Before Linux 6.6 tmpfs has no
+ * user xattrs, which an overlay in a user namespace needs: the supervisor
+ * then gives an ext4 of the same size on a loop device instead
+ * (oci_upper.c), which goes with the container. Read-write binds are not
  * idmapped: the container writes there as its host ids, never as host root
  * (a file capability written through an idmapped mount would be one host
  * root honours). Every mount is nosuid and,
@@ -292,6 +295,9 @@ void oci_mount_release(const struct oci_spec *s, struct oci_child *c)
     if (c->idmap_ns >= 0)
         close(c->idmap_ns);
     c->idmap_ns = -1;
+    if (c->upper_fd >= 0)
+        close(c->upper_fd);
+    c->upper_fd = -1;
 }
 
 /* ---- child side ---- */
@@ -685,8 +691,12 @@ static int overlay(const struct fb_policy *p, const struct oci_child *c, const c
     char data[64] = "mode=0755";
     if (p->limits.disk > 0)
         snprintf(data, sizeof data, "mode=0755,size=%lld", (long long)p->limits.disk);
-    cleanup_close int t = new_fs("tmpfs", "tmpfs", data, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                                 "the root's upper layer", err);
+    cleanup_close int t = c->upper_fd >= 0 ? dup(c->upper_fd)
+                                            : new_fs("tmpfs", "tmpfs", data,
+                                                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                                                     "the root's upper layer", err);
+    if (c->upper_fd >= 0 && t < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "the root's upper layer");
     if (t < 0)
         return -1;
     if (mkdir(store, 0700) < 0 || mkdir(root, 0755) < 0 ||
@@ -718,7 +728,8 @@ static int overlay(const struct fb_policy *p, const struct oci_child *c, const c
         fs_why(fs, why, sizeof why);
         errno = e;
         return fb_errno(err, FB_EXIT_SETUP, "the container's root overlay%s%s (overlayfs in a "
-                        "user namespace over idmapped layers with a tmpfs upper needs Linux 6.6)",
+                        "user namespace over idmapped layers needs Linux 5.19, with a tmpfs upper "
+                        "layer 6.6: FLUEBOX_OCI_UPPER=disk puts it on a loop device)",
                         why[0] ? ": " : "", why);
     }
     cleanup_close int ovl = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);

@@ -16,8 +16,9 @@
  *                host's only where the profile permits --net host)
  *
  * Identity: the container's user namespace maps 0..65535 to a host range
- * starting at the policy's host id (or the spec's own mappings), never host
- * root. Capabilities are those of the spec, inside that namespace only, and
+ * of its own (claimed by create from the allocator, idrange.h; the
+ * host-id annotation pins it), or as the spec's own mappings say, never to
+ * host root. Capabilities are those of the spec, inside that namespace only, and
  * limited to the set container runtimes grant by default; no_new_privs is
  * as the spec says, and every mount of the container is nosuid. */
 #include "oci.h"

@@ -1,10 +1,12 @@
 /* oci_sup.c — `create` and the container's supervisor, and `start`.
  *
- * create (P, the shim's child) reads and checks the bundle, makes the state
- * directory, compiles the spec's seccomp filter and forks the supervisor
- * (S), which detaches (setsid, stdio to /dev/null once the container has
- * its own copies) and outlives P:
- *   S: the rootfs layers and bind sources, idmapped (oci_mount.c); the
+ * create (P, the shim's child) reads and checks the bundle, claims the
+ * container's range of host ids (host_ids), makes the state directory,
+ * compiles the spec's seccomp filter and forks the supervisor (S), which
+ * inherits the claim, detaches (setsid, stdio to /dev/null once the
+ * container has its own copies) and outlives P:
+ *   S: the rootfs layers and bind sources, idmapped (oci_mount.c); before
+ *      Linux 6.6 the upper layer's ext4 (oci_upper.c); the
  *      cgroup at linux.cgroupsPath with the limits; namespaces to join by
  *      path are joined around the clone; sandbox_spawn_ext() with
  *      CLONE_PARENT, so init is P's child (and the shim's once P exits);
@@ -14,7 +16,8 @@
  *      writes --pid-file and exits 0.
  * S then serves: start requests on sup.sock (passed on to init as START),
  * the egress relay, the timeout; when init exits it writes the report
- * (run.fluebox.report) and exits itself. delete removes the rest. */
+ * (run.fluebox.report), gives the range back once no process of the
+ * container is left, and exits itself. delete removes the rest. */
 #include "oci.h"
 
 #include "cgroup.h"
@@ -280,6 +283,28 @@ static void finish(struct sup *u)
     }
 }
 
+/* The range of host ids is claimed until the container's last process is
+ * gone. In a pid namespace of its own that is init's end (the kernel kills
+ * the rest with it); in a joined one (a pod's), the processes exec started
+ * may outlive init until the shim's kill --all or delete: wait for its
+ * cgroup to be empty (polled: cgroup v1 has no notification of it). */
+static void hold_until_empty(struct sup *u)
+{
+    const struct oci_ns *n = oci_spec_ns(u->s, CLONE_NEWPID);
+    if (!u->sb.cg || !n || !n->path)
+        return;
+    for (;;) {
+        pid_t *pids = NULL;
+        size_t np = 0;
+        int rc = cgroup_procs(u->sb.cg, &pids, &np);
+        free(pids);
+        if (rc < 0 || np == 0)
+            return;
+        struct timespec ts = {0, 200 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 __attribute__((noreturn)) static void serve(struct sup *u)
 {
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -328,8 +353,10 @@ __attribute__((noreturn)) static void serve(struct sup *u)
         }
     }
     finish(u);
+    hold_until_empty(u);
     /* The cgroup stays for delete (the shim reads it until then). */
     cgroup_close(fb_steal_ptr(u->sb.cg));
+    /* Releases the host id range too: nothing runs as its ids any more. */
     sandbox_release(&u->sb);
     _exit(0);
 }
@@ -341,11 +368,32 @@ struct create {
     struct oci_spec s;
     struct fb_policy p;
     struct oci_state st;
+    struct fb_ids ids; /* the host ids: a range of the container's own
+                          (claimed by create, held by the supervisor),
+                          or the spec's mappings (nothing claimed) */
     char *uid_map, *gid_map;
     int spec_filter;
     int console;     /* connected --console-socket, or -1 */
     int result;      /* the pipe to P */
 };
+
+/* Before Linux 6.6 the root's upper layer is an ext4 of the disk budget's
+ * size, made here (oci_upper.c); its root belongs to the container's root. */
+static int disk_upper(struct create *cr, struct oci_child *c, struct fb_err *err)
+{
+    if (!oci_upper_on_disk())
+        return 0;
+    uid_t uid = cr->ids.range_uid;
+    gid_t gid = cr->ids.range_gid;
+    for (size_t i = 0; i < cr->s.nuidmap; i++)
+        if (cr->s.uidmap[i].inside == 0)
+            uid = cr->s.uidmap[i].host;
+    for (size_t i = 0; i < cr->s.ngidmap; i++)
+        if (cr->s.gidmap[i].inside == 0)
+            gid = cr->s.gidmap[i].host;
+    c->upper_fd = oci_upper_disk(cr->p.limits.disk, uid, gid, err);
+    return c->upper_fd < 0 ? -1 : 0;
+}
 
 /* The child's requests during the spawn: the bind sources, in order. */
 static int on_child_msg(void *arg, int ctl, const struct fb_msg *m, int *fds, size_t nfds,
@@ -374,11 +422,15 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
     const struct oci_spec *s = &cr->s;
     memset(child, 0, sizeof *child);
     child->idmap_ns = -1;
+    child->upper_fd = -1;
     child->spec = s;
     child->spec_filter = cr->spec_filter;
     child->terminal = s->proc.terminal;
-    if (oci_mount_prepare(s, cr->uid_map, cr->gid_map, child, err) < 0)
+    if (oci_mount_prepare(s, cr->uid_map, cr->gid_map, child, err) < 0 ||
+        disk_upper(cr, child, err) < 0) {
+        oci_mount_release(s, child);
         return -1;
+    }
     const char *cgpath = s->cgroups_path;
     cleanup_free char *dflt = NULL;
     if (!cgpath)
@@ -398,10 +450,12 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
         json_array_append_new(jt, json_string(tops[i]));
     json_object_set_new(cr->st.json, "cgroup_tops", jt);
 
-    int keep[FB_ARRAY_LEN(child->lower_fds) + 1];
+    int keep[FB_ARRAY_LEN(child->lower_fds) + 2];
     size_t nk = 0;
     for (size_t i = 0; i < child->nlower; i++)
         keep[nk++] = child->lower_fds[i];
+    if (child->upper_fd >= 0)
+        keep[nk++] = child->upper_fd;
     if (child->spec_filter >= 0)
         keep[nk++] = child->spec_filter;
     struct fb_spawn_ext x = {
@@ -412,6 +466,7 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
         .keep_fds = keep,
         .nkeep = nk,
         .cg = cg,
+        .ids = &cr->ids,
         .child = oci_init_main,
         .arg = child,
         .on_msg = on_child_msg,
@@ -434,7 +489,17 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
 static int after_ready(struct create *cr, struct sup *u, struct fb_err *err)
 {
     pid_t pid = u->sb.pid;
-    if (set_rlimits(pid, &cr->p, &cr->s.proc, err) < 0)
+    /* prlimit() on another user's process needs CAP_SYS_RESOURCE in its
+     * user namespace, which host root may lack (a bounding set without
+     * it); the namespace's owner, the range's first id, has every
+     * capability there (userns.h). Raising a hard limit still needs
+     * CAP_SYS_RESOURCE on the host. */
+    struct fb_creator owner;
+    if (userns_creator_enter(&u->sb.ids, &owner, err) < 0)
+        return -1;
+    int rc = set_rlimits(pid, &cr->p, &cr->s.proc, err);
+    userns_creator_leave(&owner);
+    if (rc < 0)
         return -1;
     if (cr->s.proc.has_oom_score) {
         char path[64], v[16];
@@ -451,7 +516,7 @@ static int after_ready(struct create *cr, struct sup *u, struct fb_err *err)
             return fb_errf(err, FB_EXIT_SETUP, "process.terminal: no terminal from the container");
         /* The shim (go-runc's console socket) takes one message: a name
          * and the master. */
-        int rc = ctl_sendmsg(cr->console, "/dev/ptmx", 9, &fd, 1, 0);
+        rc = ctl_sendmsg(cr->console, "/dev/ptmx", 9, &fd, 1, 0);
         close(fd);
         if (rc < 0)
             return fb_errno(err, FB_EXIT_SETUP, "sending the terminal over --console-socket");
@@ -464,7 +529,7 @@ static int after_ready(struct create *cr, struct sup *u, struct fb_err *err)
     if (oci_state_save(&cr->st, err) < 0)
         return -1;
     json_t *state = oci_state_json(&cr->st, OCI_CREATED);
-    int rc = oci_hooks_run(&cr->s, OCI_HOOK_PRESTART, state, err);
+    rc = oci_hooks_run(&cr->s, OCI_HOOK_PRESTART, state, err);
     if (rc == 0)
         rc = oci_hooks_run(&cr->s, OCI_HOOK_CREATE_RUNTIME, state, err);
     json_decref(state);
@@ -609,6 +674,23 @@ static int console_connect(const char *path, struct fb_err *err)
     return fd;
 }
 
+/* The container's host ids. Without mappings in the spec, a range of
+ * 65,536 of its own from the allocator that `fluebox run` uses (idrange.h;
+ * run.fluebox.host-id pins it): claimed here, inherited by the supervisor,
+ * which keeps the claim until the container's last process is gone (or it
+ * dies itself, and init with it), and created by a thread running as its
+ * first id, so that per-user kernel counters are the container's own. With
+ * the spec's own mappings (Kubernetes user namespaces: the kubelet chooses
+ * them, and a pod's containers share them) nothing is claimed. */
+static int host_ids(struct create *cr, struct fb_err *err)
+{
+    if (cr->s.nuidmap || cr->s.ngidmap) {
+        userns_plain_ids(&cr->p, &cr->ids);
+        return 0;
+    }
+    return userns_host_ids(&cr->p, &cr->ids, err);
+}
+
 int oci_create(const struct oci_create_args *a)
 {
     struct create cr;
@@ -622,11 +704,12 @@ int oci_create(const struct oci_create_args *a)
     int code = 1;
     bool have_state = false;
     cleanup_free char *cfg = NULL;
+    idrange_init(&cr.ids.claim);
     if (oci_id_check(a->id, &err) < 0 ||
         oci_spec_load(a->bundle ? a->bundle : ".", NULL, &cr.s, &err) < 0 ||
         oci_policy(&cr.s, &cr.p, &err) < 0 || oci_caps_check(&cr.s.proc, &err) < 0 ||
-        oci_id_maps(&cr.s, cr.p.host_id ? cr.p.host_id : FB_IDRANGE_LEGACY_ID, &cr.uid_map,
-                    &cr.gid_map, &err) < 0)
+        host_ids(&cr, &err) < 0 ||
+        oci_id_maps(&cr.s, cr.ids.range_uid, &cr.uid_map, &cr.gid_map, &err) < 0)
         goto out;
     for (int k = OCI_HOOK_CREATE_CONTAINER; k <= OCI_HOOK_START_CONTAINER; k++)
         if (cr.s.nhooks[k]) {
@@ -729,6 +812,8 @@ out:
         close(cr.console);
     if (cr.spec_filter >= 0)
         close(cr.spec_filter);
+    /* This process's copy of the claim: the supervisor has its own. */
+    userns_release_ids(&cr.ids);
     free(cr.uid_map);
     free(cr.gid_map);
     oci_spec_free(&cr.s);

@@ -422,8 +422,11 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     if (seccomp_job_start(p, scm, &scj, err) < 0)
         return -1;
     /* As root: this sandbox's own range of host ids (idrange.h). An
-     * FB_MODE_EXT caller writes its own maps: one id, as fluebox 0.1 did. */
-    if (x)
+     * FB_MODE_EXT caller decides its own (and writes its own maps). */
+    if (x && x->ids) {
+        sb->ids = *x->ids;
+        idrange_init(&x->ids->claim); /* moved: ours to release now */
+    } else if (x)
         userns_plain_ids(p, &sb->ids);
     else if (userns_host_ids(p, &sb->ids, err) < 0) {
         seccomp_job_cancel(&scj);
@@ -450,7 +453,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     if (!x && premounts_make(p, &sb->ids, &pre, err) < 0)
         goto fail;
     /* As root the bind sources are opened here, as root (mount.h). */
-    if (userns_own_range(&sb->ids) && mount_prepare(p, &pre, &layout, err) < 0)
+    if (!x && userns_own_range(&sb->ids) && mount_prepare(p, &pre, &layout, err) < 0)
         goto fail;
 
     int sv[2];

@@ -29,6 +29,9 @@ struct fb_spawn_ext {
     const char *uid_map;       /* /proc/PID/uid_map and gid_map text, written
                                   instead of the single-id maps of userns.c */
     const char *gid_map;
+    struct fb_ids *ids;        /* the host ids the caller decided (userns_host_ids),
+                                  moved into the sandbox (its claim is released
+                                  with it, or on failure); NULL: one plain id */
     const int *keep_fds;       /* descriptors the child keeps (close_inherited) */
     size_t nkeep;
     struct fb_cgroup *cg;      /* the cgroup to put the sandbox in, made by the

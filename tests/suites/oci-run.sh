@@ -100,6 +100,18 @@ nothing_left() { # NAME ID: no state, no cgroup
     if [ -z "$st" ] && [ -z "$cg" ]; then ok "$1: nothing left"; else fail "$1: left behind" "state: $st; cgroups: $cg"; fi
 }
 
+# wait_until TENTHS CMD...: until CMD succeeds, at most TENTHS tenths of a second.
+wait_until() {
+    local n=$1
+    shift
+    for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+    "$@"
+}
+st_field() { # ID KEY: a field of the container's state.json
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+        "$FLUEBOX_OCI_ROOT/$1/state.json" "$2" 2>/dev/null
+}
+
 # ---- bad input: one line in --log, exit 1, nothing left ----
 bundle "$T/good" /bin/true
 badcase() { # NAME WANT-SUBSTRING EDIT
@@ -175,12 +187,63 @@ bundle "$T/in" sh -c 'cat /proc/self/uid_map; grep -E "^Seccomp:" /proc/self/sta
 edit "$T/in" 'c["mounts"] += [{"destination":"/sys","type":"sysfs","source":"sysfs","options":["ro"]}, {"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup","options":["ro"]}]'
 "$FB" oci run --bundle "$T/in" in >"$T/in.out" 2>&1
 read -r _ host size <<<"$(head -n 1 "$T/in.out")"
-[ "$host" -gt 0 ] && [ "$size" = 65536 ] && ok "root inside is host id $host, 65536 ids mapped" || fail "id map" "$(head -n 1 "$T/in.out")"
+[ "$host" -ge 1879048192 ] && [ "$size" = 65536 ] && ok "root inside is host id $host (the allocator's pool), 65536 ids mapped" || fail "id map" "$(head -n 1 "$T/in.out")"
 grep -q "^Seccomp:.*2" "$T/in.out" && ok "seccomp filter mode on" || fail "seccomp" "$(cat "$T/in.out")"
 grep -q "cgroupfiles=0 kernelfiles=0 sysfiles=[1-9]" "$T/in.out" && ok "sysfs is there, read-only, with /sys/fs/cgroup and /sys/kernel empty" ||
     fail "sysfs" "$(cat "$T/in.out")"
 grep -q "Read-only file system" "$T/in.out" && ok "the host's /usr bound read-only stays read-only" || fail "ro bind" "$(cat "$T/in.out")"
 nothing_left "a run"
+
+# ---- host ids: a range of each container's own (as `fluebox run`) ----
+POOL_LO=1879048192 # 0x70000000, the allocator's pool (README: host id ranges)
+bundle "$T/ida" sleep 1000
+bundle "$T/idb" sleep 1000
+"${O[@]}" run --detach --bundle "$T/ida" ida >/dev/null 2>&1
+"${O[@]}" run --detach --bundle "$T/idb" idb >/dev/null 2>&1
+ia=$(st_field ida pid)
+ib=$(st_field idb pid)
+a_base=$(awk '{print $2}' "/proc/$ia/uid_map" 2>/dev/null)
+b_base=$(awk '{print $2}' "/proc/$ib/uid_map" 2>/dev/null)
+if [ -n "$a_base" ] && [ -n "$b_base" ] && [ "$a_base" -ge $POOL_LO ] && [ "$b_base" -ge $POOL_LO ] &&
+    [ $((a_base > b_base ? a_base - b_base : b_base - a_base)) -ge 65536 ]; then
+    ok "two containers at once get disjoint ranges of the pool ($a_base, $b_base)"
+else
+    fail "two containers at once get disjoint ranges" "a=${a_base:-?} b=${b_base:-?}"
+fi
+owner=$(python3 -c '
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(int.from_bytes(fcntl.ioctl(fd, 0xb704, b"\0\0\0\0"), "little"))  # NS_GET_OWNER_UID' "/proc/$ia/ns/user" 2>&1)
+[ -n "$a_base" ] && [ "$owner" = "$a_base" ] && ok "its user namespace belongs to the range's first id, not to host root" ||
+    fail "the user namespace's owner" "owner $owner, base ${a_base:-?}"
+"$FB" run -q --host-id "$a_base" -- true >/dev/null 2>&1
+inuse=$?
+"${O[@]}" kill ida KILL
+wait_until 100 sh -c "! kill -0 $ia 2>/dev/null"
+"${O[@]}" delete ida
+if [ "$inuse" = 125 ] && "$FB" run -q --host-id "$a_base" -- true; then
+    ok "the range is claimed while the container runs, free again after delete"
+else
+    fail "the range's claim" "run --host-id while it ran: exit $inuse; after delete: $?"
+fi
+# run.fluebox.host-id pins it: a second container on the same range is
+# refused with one line, and leaves nothing.
+PIN=$((POOL_LO - 16 * 65536))
+bundle "$T/pin" sleep 1000
+edit "$T/pin" "c['annotations']['run.fluebox.host-id']='$PIN'"
+"${O[@]}" run --detach --bundle "$T/pin" pin1 >/dev/null 2>&1
+: >"$T/log.json"
+"${O[@]}" run --detach --bundle "$T/pin" pin2 >/dev/null 2>&1
+rc=$?
+pinned=$(awk '{print $2}' "/proc/$(st_field pin1 pid)/uid_map" 2>/dev/null)
+if [ "$pinned" = "$PIN" ] && [ "$rc" = 1 ] && [[ $(lasterr) == *"in use"* ]] && [ ! -e "$FLUEBOX_OCI_ROOT/pin2" ]; then
+    ok "run.fluebox.host-id pins the range; a second container on it fails: $(lasterr)"
+else
+    fail "a pinned range" "pinned ${pinned:-?}, second: exit $rc, $(lasterr)"
+fi
+"${O[@]}" delete --force pin1
+"${O[@]}" delete --force idb
+nothing_left "the host id runs"
 
 # ---- the allowlist and the report from annotations ----
 PORT=$((20000 + RANDOM % 20000))
@@ -213,6 +276,60 @@ else
     fail "report" "$(cat "$T/report.json" 2>&1 | head -c 300)"
 fi
 nothing_left "the allowlist run"
+
+# ---- the upper layer on disk (what kernels before 6.6 get) ----
+# An ext4 of run.fluebox.disk bytes on a loop device whose backing file in
+# /var/lib/fluebox-oci has no name: filling it gives ENOSPC, and it goes with
+# the container whoever ends it.
+our_loops() { # the backing files of loop devices that are fluebox oci's
+    cat /sys/block/loop*/loop/backing_file 2>/dev/null | grep '^/var/lib/fluebox-oci/' | sort
+}
+new_loop() { # BEFORE: the one backing file that is not in BEFORE
+    comm -13 <(echo "$1") <(our_loops) | head -n 1
+}
+loop_gone() { ! our_loops | grep -qxF "$1"; }
+bundle "$T/disk" sh -c 'echo written > /newfile && cat /newfile &&
+    dd if=/dev/zero of=/big bs=1M count=64 2>&1 | grep -o "No space left on device"; sleep 1000'
+edit "$T/disk" "c['annotations']['run.fluebox.disk']='16M'"
+before=$(our_loops)
+FLUEBOX_OCI_UPPER=disk "${O[@]}" create --bundle "$T/disk" disk >"$T/disk.out" 2>&1
+"${O[@]}" start disk
+wait_until 100 grep -q "No space" "$T/disk.out"
+backing=$(new_loop "$before")
+size=$(for d in /sys/block/loop*; do [ "$(cat "$d/loop/backing_file" 2>/dev/null)" = "$backing" ] && echo $(($(cat "$d/size") * 512)); done)
+if grep -q written "$T/disk.out" && grep -q "No space left on device" "$T/disk.out" && [ "$size" = 16777216 ]; then
+    ok "FLUEBOX_OCI_UPPER=disk: the root is writable, its upper layer a 16M loop device (${backing:-?}), and filling it gives ENOSPC"
+else
+    fail "the upper layer on disk" "backing ${backing:-none} of ${size:-?} bytes: $(cat "$T/disk.out")"
+fi
+"${O[@]}" delete --force disk
+if [ -n "$backing" ] && wait_until 100 loop_gone "$backing" && [ -z "$(ls -A /var/lib/fluebox-oci 2>/dev/null)" ]; then
+    ok "after delete --force its loop device and file are gone, nothing in /var/lib/fluebox-oci"
+else
+    fail "the disk upper after delete" "$(our_loops) $(ls -A /var/lib/fluebox-oci 2>&1)"
+fi
+nothing_left "the disk upper run"
+
+# A SIGKILLed supervisor: init kills the container, and with its mounts go
+# the loop device, the file and the range of host ids.
+bundle "$T/disk2" sh -c 'echo written > /newfile && sleep 1000'
+before=$(our_loops)
+FLUEBOX_OCI_UPPER=disk "${O[@]}" create --bundle "$T/disk2" disk2 >/dev/null 2>&1
+"${O[@]}" start disk2
+backing=$(new_loop "$before")
+sup=$(st_field disk2 sup_pid)
+init=$(st_field disk2 pid)
+base=$(awk '{print $2}' "/proc/$init/uid_map" 2>/dev/null)
+[ -n "$sup" ] && kill -KILL "$sup"
+if [ -n "$backing" ] && [ -n "$base" ] && wait_until 100 loop_gone "$backing" &&
+    wait_until 100 sh -c "! kill -0 $init 2>/dev/null" && "$FB" run -q --host-id "$base" -- true; then
+    ok "a SIGKILLed supervisor: the container ends, its loop device goes, its host ids ($base) are free"
+else
+    fail "a SIGKILLed supervisor" "backing ${backing:-none}, base ${base:-?}, loops: $(our_loops)"
+fi
+"${O[@]}" delete disk2 && [ -z "$(ls -A /var/lib/fluebox-oci 2>/dev/null)" ] &&
+    ok "delete after that exits 0, nothing in /var/lib/fluebox-oci" || fail "delete after a SIGKILLed supervisor"
+nothing_left "the SIGKILLed supervisor"
 
 # ---- a runtime named for its profile (one RuntimeClass per profile) ----
 ln -s "$FB" "$T/fluebox-oci-strict"
