@@ -42,8 +42,7 @@ spec = {
         {"destination": "/data", "type": "bind", "source": data, "options": ["rbind", "ro"]},
         {"destination": "/workspace", "type": "bind", "source": ws, "options": ["rbind", "rw"]},
     ],
-    "annotations": {"run.fluebox.disk": disk, "run.fluebox.timeout": timeout,
-                    "run.fluebox.host-id": hostid},
+    "annotations": {"run.fluebox.disk": disk, "run.fluebox.timeout": timeout},
     "linux": {
         "namespaces": [{"type": t} for t in ("pid", "ipc", "uts", "mount", "network")],
         "cgroupsPath": cgroup,
@@ -54,5 +53,7 @@ spec = {
         "readonlyPaths": ["/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"],
     },
 }
+if hostid != "-":
+    spec["annotations"]["run.fluebox.host-id"] = hostid
 with open(bundle + "/config.json", "w") as f:
     json.dump(spec, f, indent=1)

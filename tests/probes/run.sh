@@ -398,11 +398,19 @@ dos_cmd() {
         return 1
         ;;
     oci)
-        # Containers take their host ids from their spec (docs/oci.md): no
-        # range and namespace owner of their own yet, so the attack would
-        # take host root's quota on the whole machine.
-        printf 'NA\t0\tnot run: fluebox oci containers do not get host ids of their own yet; the attack would take host root'"'"'s quota\n' >"$out.v"
-        return 1
+        # Two containers, each with a range of host ids of its own from the
+        # allocator (no run.fluebox.host-id here: the holder takes only its
+        # own quota, never host root's), and the host user.
+        local b=$TMP/oci-$p r
+        for r in hold victim; do
+            mkdir -p "$b-$r"
+            python3 "$HERE/oci-bundle.py" "$b-$r" "$TMP/ocirootfs" "$TMP/bin" "$TMP/bindsrc" "$ws" \
+                "$OCI_CG/$p-$r" "$((64 * 1024 * 1024))" "$PIDS" "$DISK" "$SANDBOX_TIMEOUT" - -- \
+                "/probes/$p" role=$r "${CTX[@]}"
+        done
+        local oci=("$FLUEBOX" oci --root "$TMP/ocistate" run --bundle)
+        DOS=("${pair[@]}" -- "${oci[@]}" "$b-hold" "probe-$p-hold" --- "${oci[@]}" "$b-victim" "probe-$p-victim"
+            --- "$TMP/bin/$p" role=victim "${CTX[@]}")
         ;;
     *)
         if [ "$IS_ROOT" != 1 ] && [[ $DOS_SHARED_UID == *" $p "* ]]; then
