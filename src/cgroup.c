@@ -1016,16 +1016,25 @@ static int64_t read_key(int fd, const char *file, const char *key)
     return -1;
 }
 
+/* cpuacct.stat counts in USER_HZ ticks. */
+static int64_t ticks_us(int64_t t)
+{
+    long hz = sysconf(_SC_CLK_TCK);
+    return t < 0 || hz <= 0 ? -1 : t * (1000000 / hz);
+}
+
 void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u)
 {
     u->mem_peak = u->mem_current = u->pids_peak = u->cpu_usage_us = u->oom_kills = -1;
-    u->pids_max_hits = u->cpu_throttled_us = -1;
+    u->pids_max_hits = u->cpu_throttled_us = u->cpu_user_us = u->cpu_system_us = -1;
     u->oom_killed = false;
     for (size_t i = 0; i < cg->ndirs; i++) {
         const struct cg_dir *d = &cg->dirs[i];
         if (d->h->version == 2) {
             /* cpu.stat's usage is there without the cpu controller. */
             u->cpu_usage_us = read_key(d->fd, "cpu.stat", "usage_usec");
+            u->cpu_user_us = read_key(d->fd, "cpu.stat", "user_usec");
+            u->cpu_system_us = read_key(d->fd, "cpu.stat", "system_usec");
             if (d->ctrls & BIT(C_CPU))
                 u->cpu_throttled_us = read_key(d->fd, "cpu.stat", "throttled_usec");
             if (d->ctrls & BIT(C_MEM)) {
@@ -1056,6 +1065,8 @@ void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u)
             if (d->h->cpuacct) {
                 ns = read_i64(d->fd, "cpuacct.usage");
                 u->cpu_usage_us = ns < 0 ? -1 : ns / 1000;
+                u->cpu_user_us = ticks_us(read_key(d->fd, "cpuacct.stat", "user"));
+                u->cpu_system_us = ticks_us(read_key(d->fd, "cpuacct.stat", "system"));
             }
         }
     }

@@ -20,6 +20,7 @@ struct fb_cg_usage {
     int64_t mem_current;
     int64_t pids_peak;
     int64_t cpu_usage_us;  /* total CPU time of the group */
+    int64_t cpu_user_us, cpu_system_us; /* its user and system parts */
     bool oom_killed;       /* at least one OOM kill inside the group */
     int64_t oom_kills;
     int64_t pids_max_hits; /* forks refused by pids.max (pids.events "max") */

@@ -4,7 +4,8 @@
  * config's process with the command line's changes), rebuilds the
  * container's policy from the config create saved (the same profile, the
  * same seccomp filters), and forks C, which as host root moves itself into
- * the container's cgroup and sets the rlimits, joins init's namespaces (the
+ * the container's cgroup and sets the rlimits (the profile's bounds, which
+ * the process's own can only lower: exec_rlimits), joins init's namespaces (the
  * user namespace last) and clones G with CLONE_PARENT, so that G is P's
  * child, as init was create's: once P exits the shim reaps G. G is in the
  * container's pid namespace; it takes the terminal (a pty of the
@@ -172,7 +173,50 @@ struct g_args {
     int spec_filter;
     int sock;
     int preserve;
+    struct oci_rlimit rl[RLIM_NLIMITS]; /* exec_rlimits() */
+    size_t nrl;
 };
+
+/* The exec'd process's rlimits: the profile's bounds, as every process of
+ * a sandbox gets them (harden_rlimits: no core files, nofile, fsize), with
+ * the process's own rlimits merged in: where the profile has a bound they
+ * can only lower it, elsewhere they apply as given. */
+static size_t exec_rlimits(const struct fb_policy *p, const struct oci_process *pr,
+                           struct oci_rlimit out[RLIM_NLIMITS])
+{
+    bool bounded[RLIM_NLIMITS] = {false}, given[RLIM_NLIMITS] = {false};
+    uint64_t bound[RLIM_NLIMITS], soft[RLIM_NLIMITS], hard[RLIM_NLIMITS];
+    bounded[RLIMIT_CORE] = true;
+    bound[RLIMIT_CORE] = 0;
+    if (p->limits.nofile > 0) {
+        bounded[RLIMIT_NOFILE] = true;
+        bound[RLIMIT_NOFILE] = (uint64_t)p->limits.nofile;
+    }
+    if (p->limits.fsize > 0) {
+        bounded[RLIMIT_FSIZE] = true;
+        bound[RLIMIT_FSIZE] = (uint64_t)p->limits.fsize;
+    }
+    for (size_t i = 0; i < pr->nrlimits; i++) {
+        int r = pr->rlimits[i].resource;
+        if (r < 0 || r >= RLIM_NLIMITS)
+            continue;
+        given[r] = true;
+        soft[r] = pr->rlimits[i].soft;
+        hard[r] = pr->rlimits[i].hard;
+    }
+    size_t n = 0;
+    for (int r = 0; r < RLIM_NLIMITS; r++) {
+        if (!bounded[r] && !given[r])
+            continue;
+        uint64_t h = given[r] ? hard[r] : UINT64_MAX, sf = given[r] ? soft[r] : UINT64_MAX;
+        if (bounded[r]) {
+            h = h < bound[r] ? h : bound[r];
+            sf = sf < bound[r] ? sf : bound[r];
+        }
+        out[n++] = (struct oci_rlimit){.resource = r, .soft = sf < h ? sf : h, .hard = h};
+    }
+    return n;
+}
 
 __attribute__((noreturn)) static void run_g(const struct g_args *g)
 {
@@ -221,11 +265,19 @@ __attribute__((noreturn)) static void run_g(const struct g_args *g)
 __attribute__((noreturn)) static void run_c(const struct g_args *g, const int *nsfd,
                                             const int *nstype, size_t nns)
 {
-    for (size_t i = 0; i < g->pr->nrlimits; i++) {
-        const struct oci_rlimit *r = &g->pr->rlimits[i];
+    /* Still as host root: raising a hard limit needs CAP_SYS_RESOURCE on
+     * the host. */
+    for (size_t i = 0; i < g->nrl; i++) {
+        const struct oci_rlimit *r = &g->rl[i];
         struct rlimit rl = {.rlim_cur = r->soft == UINT64_MAX ? RLIM_INFINITY : r->soft,
                             .rlim_max = r->hard == UINT64_MAX ? RLIM_INFINITY : r->hard};
-        setrlimit((__rlimit_resource_t)r->resource, &rl);
+        if (setrlimit((__rlimit_resource_t)r->resource, &rl) < 0) {
+            char msg[128];
+            int k = snprintf(msg, sizeof msg, "setting rlimit %d (process.rlimits): %s",
+                             r->resource, strerror(errno));
+            (void)!write(g->sock, msg, (size_t)k);
+            _exit(1);
+        }
     }
     for (size_t i = 0; i < nns; i++) {
         if (setns(nsfd[i], nstype[i]) < 0) {
@@ -354,6 +406,7 @@ int oci_exec(const struct oci_exec_args *a)
     struct g_args g = {.p = &p, .pr = &pr, .progs = &progs,
                        .spec_filter = spec_filter >= 0 ? spec_filter : -1, .sock = sv[1],
                        .preserve = a->preserve_fds};
+    g.nrl = exec_rlimits(&p, &pr, g.rl);
     /* C waits for its cgroup: a pipe it reads one byte from. */
     int gate[2];
     if (pipe2(gate, O_CLOEXEC) < 0) {

@@ -667,8 +667,8 @@ static const char *const sys_masks[] = {"/sys/firmware", "/sys/kernel", "/sys/fs
                                         "/sys/power", "/sys/devices/virtual/powercap"};
 
 /* The layers and the upper tmpfs under stage, the overlay at stage/root. */
-static int overlay(const struct fb_policy *p, const struct oci_child *c, const char *stage,
-                   struct fb_err *err)
+static int overlay(const struct fb_policy *p, const struct oci_child *c, int ctl,
+                   const char *stage, struct fb_err *err)
 {
     size_t cap = 64 + c->nlower * 64;
     cleanup_free char *lower = fb_xmalloc(cap);
@@ -699,6 +699,11 @@ static int overlay(const struct fb_policy *p, const struct oci_child *c, const c
         return fb_errno(err, FB_EXIT_SETUP, "the root's upper layer");
     if (t < 0)
         return -1;
+    /* The supervisor measures it for the report (disk_used_bytes), as it
+     * does a sandbox's scratch space: fstatfs only. */
+    struct fb_msg sm = {.type = FB_MSG_SCRATCH};
+    if (ctl_send(ctl, &sm, &t, 1) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "passing the root's upper layer");
     if (mkdir(store, 0700) < 0 || mkdir(root, 0755) < 0 ||
         move_mount(t, "", AT_FDCWD, store, MOVE_MOUNT_F_EMPTY_PATH) < 0 ||
         mkdir(upper, 0755) < 0 || mkdir(work, 0700) < 0)
@@ -748,7 +753,7 @@ int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int ctl
     const char *stage = access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
     if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700,size=64k") < 0)
         return fb_errno(err, FB_EXIT_SETUP, "mounting the staging tmpfs on %s", stage);
-    if (overlay(p, c, stage, err) < 0)
+    if (overlay(p, c, ctl, stage, err) < 0)
         return -1;
     char root[300];
     snprintf(root, sizeof root, "%s/root", stage);

@@ -256,6 +256,13 @@ static void finish(struct sup *u)
     u->pending = -1;
     res->wall_ms = (int64_t)((fb_now_ns() - u->sb.start_ns) / 1000000ull);
     report_take_cgroup(res, u->sb.cg);
+    /* init is not our child (the shim's): no rusage of it reaches us. The
+     * container's cgroup has the CPU time of every process it had, exec's
+     * too; the largest process's resident size has no such source. */
+    res->user_ms = res->cg.cpu_user_us < 0 ? -1 : res->cg.cpu_user_us / 1000;
+    res->sys_ms = res->cg.cpu_system_us < 0 ? -1 : res->cg.cpu_system_us / 1000;
+    res->max_rss_kb = -1;
+    res->disk_used = sandbox_disk_used(&u->sb);
     res->oom_killed = res->cg.oom_killed;
     if (u->sb.egress) {
         res->has_net = true;

@@ -20,13 +20,15 @@
  * the host: when the container's mount namespace goes (the container ended,
  * was deleted, or its supervisor was SIGKILLed and init killed it), the
  * last reference to the filesystem goes, the loop device clears itself and
- * the kernel frees the unnamed file. There is nothing to remove and nothing
- * for a later start to sweep, whatever was killed when.
+ * the kernel frees the unnamed file. There is nothing to remove, whatever
+ * was killed when. (On a filesystem without O_TMPFILE the file is named
+ * for an instant, and a later create sweeps what a kill left in it.)
  *
  * FLUEBOX_OCI_UPPER=disk or =tmpfs overrides the choice by kernel version
  * (the tests use it to run this path on newer kernels). */
 #include "oci.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <linux/mount.h>
@@ -56,6 +58,42 @@ bool oci_upper_on_disk(void)
     return maj < 6 || (maj == 6 && min < 6);
 }
 
+/* Where O_TMPFILE is not supported (overlayfs before 6.6, NFS), a named
+ * file unlinked at once. A name can only outlive that instant if the
+ * process is killed in it: every "upper.*" found later is such a leftover
+ * (or another create's in that same instant, whose unlink then finds it
+ * gone, which is harmless), and is removed. */
+static void sweep(int dir)
+{
+    int fd = dup(dir);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (!strncmp(e->d_name, "upper.", 6))
+            unlinkat(dir, e->d_name, 0);
+    closedir(d);
+}
+
+static int named_then_unlinked(void)
+{
+    char path[] = UPPER_DIR "/upper.XXXXXX";
+    int fd = mkostemp(path, O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (unlink(path) < 0 && errno != ENOENT) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
 /* The unnamed backing file of size bytes (all the free space there when the
  * budget is unlimited). */
 static int backing_file(int64_t size, struct fb_err *err)
@@ -63,6 +101,12 @@ static int backing_file(int64_t size, struct fb_err *err)
     if (mkdir(UPPER_DIR, 0700) < 0 && errno != EEXIST)
         return fb_errno(err, FB_EXIT_SETUP, "creating %s", UPPER_DIR);
     int fd = open(UPPER_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+        cleanup_close int dir = open(UPPER_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dir >= 0)
+            sweep(dir);
+        fd = named_then_unlinked();
+    }
     if (fd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "an unnamed file in %s for the container's upper "
                         "layer", UPPER_DIR);

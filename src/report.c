@@ -21,7 +21,7 @@ void report_take_cgroup(struct fb_result *r, struct fb_cgroup *cg)
 {
     struct fb_cg_usage *u = &r->cg;
     u->mem_peak = u->mem_current = u->pids_peak = u->cpu_usage_us = u->oom_kills = -1;
-    u->pids_max_hits = u->cpu_throttled_us = -1;
+    u->pids_max_hits = u->cpu_throttled_us = u->cpu_user_us = u->cpu_system_us = -1;
     u->oom_killed = false;
     r->cg_backend[0] = r->limits_applied[0] = r->limits_not_applied[0] = 0;
     r->limits_fallback[0] = r->limits_reason[0] = 0;
@@ -157,8 +157,8 @@ static json_t *report_json(const struct fb_policy *p, const struct fb_result *r)
     json_object_set_new(o, "error", r->error[0] ? json_string(r->error) : json_null());
     /* What it used. */
     json_object_set_new(o, "wall_ms", json_integer(r->wall_ms));
-    json_object_set_new(o, "user_ms", json_integer(r->user_ms));
-    json_object_set_new(o, "sys_ms", json_integer(r->sys_ms));
+    json_object_set_new(o, "user_ms", r->user_ms >= 0 ? json_integer(r->user_ms) : json_null());
+    json_object_set_new(o, "sys_ms", r->sys_ms >= 0 ? json_integer(r->sys_ms) : json_null());
     json_object_set_new(o, "cpu_ms", opt_ms(r->cg.cpu_usage_us));
     json_object_set_new(o, "cpu_throttled_ms", opt_ms(r->cg.cpu_throttled_us));
     json_object_set_new(o, "memory_peak_bytes", opt_int(r->cg.mem_peak));
