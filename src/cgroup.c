@@ -29,12 +29,21 @@
  * /proc/self/mountinfo, which costs tens of µs more in a fresh process.
  * FLUEBOX_CGROUP_MOUNTINFO=1 forces the latter (tests).
  *
- * cgroup v2 and the "no internal processes" rule: a non-root cgroup that
- * holds processes cannot enable controllers for its children, and fluebox
- * itself lives in its own cgroup. When enabling fails with EBUSY and fluebox
- * is the only process there (a scope made for it, e.g. by systemd-run), it
- * moves itself into a leaf fluebox-<pid>-self and tries again; otherwise the
- * limits are reported as not applied with the reason.
+ * cgroup v2 and the "no internal processes" rule: the controllers reach the
+ * run's directory only when fluebox enables them in its own cgroup's
+ * cgroup.subtree_control, and a non-root cgroup may not both hold processes
+ * and pass domain controllers (memory) down. Threaded ones (pids, cpu) can
+ * be written there, but that turns the cgroup into a thread root whose new
+ * children are "domain invalid": the caller's cgroup would be broken. So
+ * fluebox never writes cgroup.subtree_control of a cgroup that holds
+ * processes (v2_delegate): when fluebox is the only process there (a scope or
+ * a service with Delegate=yes made for it), it first moves itself into a leaf
+ * of its own, <own>/fluebox/fluebox-<pid>-self; when others are there too,
+ * the limits are reported as not applied with the reason. A write that
+ * fails is undone, and what fluebox enabled and its own move are undone when
+ * its last run ends (v2_restore): the caller's cgroup is left as it was. The
+ * root cgroup may hold processes and pass controllers down; what fluebox
+ * enables there stays (other cgroups may be using it by then).
  *
  * Rootless (no delegation): mkdir fails with EACCES; the run goes on, the
  * pids limit becomes RLIMIT_NPROC and the memory limit RLIMIT_DATA (per
@@ -149,6 +158,7 @@ static void hiers_reset(void)
     for (size_t i = 0; i < nhiers; i++) {
         free(hiers[i].mnt);
         free(hiers[i].own);
+        free(hiers[i].self_leaf);
     }
     memset(hiers, 0, sizeof hiers);
     nhiers = 0;
@@ -169,7 +179,8 @@ static bool add_conventional(int version, unsigned ctrls, bool cpuacct, const ch
         free(own);
         return false;
     }
-    hiers[nhiers++] = (struct hier){version, ctrls, cpuacct, fb_xstrdup(mnt), own, NULL};
+    hiers[nhiers++] = (struct hier){
+        .version = version, .ctrls = ctrls, .cpuacct = cpuacct, .mnt = fb_xstrdup(mnt), .own = own};
     return true;
 }
 
@@ -449,6 +460,8 @@ void cg_kill_all(const struct cg_dir *d)
     }
 }
 
+static void v2_restore(struct hier *h);
+
 void cg_dir_remove(struct cg_dir *d)
 {
     if (d->tasks_fd >= 0)
@@ -480,6 +493,14 @@ void cg_dir_remove(struct cg_dir *d)
     free(d->path);
     free(d->parent);
     d->path = d->parent = NULL;
+    /* One of this file's hierarchies (cgroup_at.c has its own): its last run
+     * puts back what v2_delegate changed. */
+    if (d->h >= hiers && d->h < hiers + nhiers) {
+        struct hier *h = &hiers[d->h - hiers];
+        if (h->users && !--h->users && h->version == 2 &&
+            (h->self_leaf || h->own_added || h->parent_added))
+            v2_restore(h);
+    }
 }
 
 /* ---- limits ---- */
@@ -582,94 +603,193 @@ unsigned cg_write_limits(struct fb_cgroup *cg, struct cg_dir *d, const struct fb
 
 static unsigned seq;
 
-/* Make the "+memory +pids" string for the v2 controllers in bits that the
- * cgroup.subtree_control at dir does not list yet. */
-static bool v2_missing(const char *dir, unsigned bits, char *out, size_t cap)
+/* The controllers (C_* bits) listed in the cgroup.subtree_control of the v2
+ * cgroup at dir; -1 if it cannot be read. */
+static int v2_enabled(const char *dir)
 {
-    char cur[256] = "";
+    char cur[256];
     cleanup_free char *f = fb_xasprintf("%s/cgroup.subtree_control", dir);
-    fb_read_file(f, cur, sizeof cur);
-    size_t o = 0;
-    out[0] = 0;
-    for (int c = 0; c < C_N; c++) {
-        if (!(bits & BIT(c)))
-            continue;
-        /* cgroup.subtree_control is a space-separated list. */
-        bool have = false;
-        for (char *s = cur; *s;) {
-            size_t l = strcspn(s, " \n");
+    if (fb_read_file(f, cur, sizeof cur) < 0)
+        return -1;
+    unsigned bits = 0;
+    /* cgroup.subtree_control is a space-separated list. */
+    for (char *s = cur; *s;) {
+        size_t l = strcspn(s, " \n");
+        for (int c = 0; c < C_N; c++)
             if (l == strlen(ctrl_name[c]) && !strncmp(s, ctrl_name[c], l))
-                have = true;
-            s += l;
-            while (*s == ' ' || *s == '\n')
-                s++;
-        }
-        if (!have)
-            o += (size_t)snprintf(out + o, cap - o, "%s+%s", o ? " " : "", ctrl_name[c]);
+                bits |= BIT(c);
+        s += l;
+        s += strspn(s, " \n");
     }
-    return o > 0;
+    return (int)bits;
 }
 
-/* Is the supervisor the only process in the v2 cgroup at dir? */
-static bool alone_in(const char *dir)
+/* Write "+memory +pids" (sign '+') or "-memory -pids" (sign '-') for the
+ * controllers in bits to the cgroup.subtree_control of the v2 cgroup at dir. */
+static int v2_write_control(const char *dir, char sign, unsigned bits)
 {
-    char buf[256];
+    char want[64];
+    size_t o = 0;
+    want[0] = 0;
+    for (int c = 0; c < C_N; c++)
+        if (bits & BIT(c))
+            o += (size_t)snprintf(want + o, sizeof want - o, "%s%c%s", o ? " " : "", sign,
+                                  ctrl_name[c]);
+    cleanup_free char *f = fb_xasprintf("%s/cgroup.subtree_control", dir);
+    return fb_write_file(f, want);
+}
+
+/* Enable the controllers in bits for the children of the v2 cgroup at dir;
+ * *added gets those that were not enabled before. On failure whatever part
+ * of the write took effect is disabled again, and errno is the write's. */
+static int v2_enable(const char *dir, unsigned bits, unsigned *added)
+{
+    *added = 0;
+    int before = v2_enabled(dir);
+    if (before < 0)
+        return -1;
+    unsigned missing = bits & ~(unsigned)before;
+    if (!missing)
+        return 0;
+    if (v2_write_control(dir, '+', missing) < 0) {
+        int e = errno;
+        int now = v2_enabled(dir);
+        if (now > 0 && ((unsigned)now & missing))
+            v2_write_control(dir, '-', (unsigned)now & missing);
+        errno = e;
+        return -1;
+    }
+    *added = missing;
+    return 0;
+}
+
+/* The pids in the v2 cgroup at dir: 0 none, 1 only fluebox, 2 others too;
+ * -1 if cgroup.procs cannot be read. */
+static int v2_occupants(const char *dir)
+{
+    char buf[4096];
     cleanup_free char *f = fb_xasprintf("%s/cgroup.procs", dir);
-    if (fb_read_file(f, buf, sizeof buf) <= 0)
-        return false;
-    char *end;
-    long pid = strtol(buf, &end, 10);
-    while (*end == '\n')
-        end++;
-    return pid == getpid() && !*end;
+    if (fb_read_file(f, buf, sizeof buf) < 0)
+        return -1;
+    int n = 0;
+    for (char *s = buf; *s;) {
+        char *end;
+        long pid = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        if (pid != getpid())
+            return 2;
+        n = 1;
+        s = end + strspn(end, "\n");
+    }
+    return n;
+}
+
+/* Is the v2 cgroup at dir the hierarchy's root (which has no cgroup.type)? */
+static bool v2_is_root(const char *dir)
+{
+    cleanup_free char *f = fb_xasprintf("%s/cgroup.type", dir);
+    return access(f, F_OK) < 0 && errno == ENOENT;
+}
+
+/* Undo what v2_delegate changed in hierarchy h: disable the controllers it
+ * enabled (in <own>/fluebox first: a controller a child passes down cannot be
+ * disabled above it), move fluebox back into its own cgroup, remove its leaf
+ * and the fluebox/ parent if empty. Best effort: what cannot be undone (a
+ * concurrent fluebox using the same cgroups) stays, and a later run's sweep
+ * removes the leaf once this process is gone. */
+static void v2_restore(struct hier *h)
+{
+    cleanup_free char *parent = fb_xasprintf("%s/fluebox", h->own);
+    if (h->parent_added && v2_write_control(parent, '-', h->parent_added) == 0)
+        h->parent_added = 0;
+    if (h->own_added && !h->parent_added && v2_write_control(h->own, '-', h->own_added) == 0)
+        h->own_added = 0;
+    if (h->self_leaf && !h->own_added) {
+        char pid[16];
+        snprintf(pid, sizeof pid, "%d", (int)getpid());
+        cleanup_free char *procs = fb_xasprintf("%s/cgroup.procs", h->own);
+        if (fb_write_file(procs, pid) == 0 && rmdir(h->self_leaf) == 0) {
+            free(h->self_leaf);
+            h->self_leaf = NULL;
+        }
+    }
+    rmdir(parent); /* only if empty */
 }
 
 /* v2: make the controllers in bits available to the children of parent
- * (<own>/fluebox): enabled in own's and parent's cgroup.subtree_control. */
-static int v2_delegate(struct fb_cgroup *cg, const struct hier *h, const char *parent,
-                       unsigned bits)
+ * (<own>/fluebox): enabled in own's and parent's cgroup.subtree_control,
+ * without ever writing that of a cgroup that holds processes (see the top of
+ * this file). */
+static int v2_delegate(struct fb_cgroup *cg, struct hier *h, const char *parent, unsigned bits)
 {
-    char want[64];
-    if (v2_missing(h->own, bits, want, sizeof want)) {
-        cleanup_free char *f = fb_xasprintf("%s/cgroup.subtree_control", h->own);
-        if (fb_write_file(f, want) < 0) {
-            if (errno != EBUSY || !alone_in(h->own)) {
-                if (errno == EBUSY)
-                    set_cause(cg, "fluebox's cgroup v2 holds other processes too, so it cannot "
-                                  "pass controllers down");
-                else
-                    cause_errno(cg, errno);
-                if (errno == EBUSY)
-                    add_reason(cg, "cgroup v2: %s holds other processes besides fluebox, so it "
-                                   "cannot pass controllers down (the \"no internal processes\" "
-                                   "rule); start fluebox in a cgroup of its own, e.g. "
-                                   "systemd-run --user --scope -p Delegate=yes",
-                               h->own);
-                else
-                    add_reason(cg, "cgroup v2: enabling %s in %s: %s", want, f, strerror(errno));
-                return -1;
-            }
-            /* We are alone here: move into a leaf of our own, then retry. */
+    unsigned added;
+    int have = v2_enabled(h->own);
+    if (have < 0) {
+        cause_errno(cg, errno);
+        add_reason(cg, "cgroup v2: reading %s/cgroup.subtree_control: %s", h->own, strerror(errno));
+        return -1;
+    }
+    if (bits & ~(unsigned)have) {
+        int occ = v2_is_root(h->own) ? 0 : v2_occupants(h->own);
+        if (occ == 2) {
+            set_cause(cg, "fluebox's cgroup v2 holds other processes too, so it cannot pass "
+                          "controllers down");
+            add_reason(cg, "cgroup v2: %s holds other processes besides fluebox, so it cannot "
+                           "pass controllers down (the \"no internal processes\" rule); start "
+                           "fluebox in a cgroup of its own, e.g. systemd-run --user --scope -p "
+                           "Delegate=yes",
+                       h->own);
+            errno = EBUSY;
+            return -1;
+        }
+        if (occ == 1) {
+            /* Alone here: into a leaf of our own first. */
             cleanup_free char *leaf = fb_xasprintf("%s/fluebox-%d-self", parent, (int)getpid());
             cleanup_free char *procs = fb_xasprintf("%s/cgroup.procs", leaf);
             char pid[16];
             snprintf(pid, sizeof pid, "%d", (int)getpid());
-            if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) || fb_write_file(procs, pid) < 0 ||
-                fb_write_file(f, want) < 0) {
-                cause_errno(cg, errno);
-                add_reason(cg, "cgroup v2: enabling %s in %s: %s", want, f, strerror(errno));
+            if ((mkdir(leaf, 0755) < 0 && errno != EEXIST) || fb_write_file(procs, pid) < 0) {
+                int e = errno;
+                rmdir(leaf);
+                errno = e;
+                cause_errno(cg, e);
+                add_reason(cg, "cgroup v2: moving fluebox into %s: %s", leaf, strerror(e));
                 return -1;
             }
-        }
-    }
-    if (v2_missing(parent, bits, want, sizeof want)) {
-        cleanup_free char *f = fb_xasprintf("%s/cgroup.subtree_control", parent);
-        if (fb_write_file(f, want) < 0) {
+            h->self_leaf = fb_steal_ptr(leaf);
+        } else if (occ < 0) {
             cause_errno(cg, errno);
-            add_reason(cg, "cgroup v2: enabling %s in %s: %s", want, f, strerror(errno));
+            add_reason(cg, "cgroup v2: reading %s/cgroup.procs: %s", h->own, strerror(errno));
             return -1;
         }
+        if (v2_enable(h->own, bits, &added) < 0) {
+            int e = errno;
+            cause_errno(cg, e);
+            add_reason(cg, "cgroup v2: enabling controllers in %s/cgroup.subtree_control: %s",
+                       h->own, strerror(e));
+            if (!h->users)
+                v2_restore(h);
+            errno = e;
+            return -1;
+        }
+        if (!v2_is_root(h->own))
+            h->own_added |= added;
     }
+    if (v2_enable(parent, bits, &added) < 0) {
+        int e = errno;
+        cause_errno(cg, e);
+        add_reason(cg, "cgroup v2: enabling controllers in %s/cgroup.subtree_control: %s", parent,
+                   strerror(e));
+        if (!h->users)
+            v2_restore(h);
+        errno = e;
+        return -1;
+    }
+    /* Only a fluebox/ parent of our own is put back; one in the root cgroup
+     * may serve other fluebox processes at the same time. */
+    if (h->self_leaf)
+        h->parent_added |= added;
     return 0;
 }
 
@@ -732,6 +852,7 @@ static int make_dir(struct fb_cgroup *cg, struct hier *h, unsigned bits, struct 
     if (h->version == 1)
         d->tasks_fd = openat(d->fd, "tasks", O_WRONLY | O_CLOEXEC);
     d->ctrls = bits;
+    h->users++;
     return 0;
 fail:
     cause_errno(cg, errno);
@@ -743,6 +864,8 @@ fail_quiet:
         rmdir(d->parent); /* only if empty */
     free(d->parent);
     d->parent = NULL;
+    if (h->version == 2 && !h->users && (h->self_leaf || h->own_added || h->parent_added))
+        v2_restore(h);
     return -1;
 }
 

@@ -18,6 +18,12 @@ struct hier {
     char *own;        /* absolute path of fluebox's own cgroup, NULL if unusable */
     char *names;      /* cgroup_at.c's discovery: v1 mount options (the
                          controllers), NULL in cgroup.c's own */
+    /* cgroup.c, v2: what fluebox changed to pass controllers down
+     * (v2_delegate), undone when its last run here ends (v2_restore). */
+    unsigned own_added;    /* controllers it enabled in own's cgroup.subtree_control */
+    unsigned parent_added; /* ... in <own>/fluebox's */
+    char *self_leaf;       /* <own>/fluebox/fluebox-PID-self while fluebox is in it */
+    unsigned users;        /* runs with a directory in this hierarchy */
 };
 
 /* One directory of a run. */
