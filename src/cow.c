@@ -6,7 +6,12 @@
  * "userxattr" option: its whiteouts are character devices 0/0 as usual,
  * but opaque directories and the other markers are "user.overlay.*"
  * extended attributes instead of "trusted.overlay.*". A tmpfs upper layer
- * needs user xattrs on tmpfs (Linux 6.6). Every copy-up and every file the
+ * needs user xattrs on tmpfs (Linux 6.6). Before that the overlay still
+ * mounts, but without its markers: removing a directory with
+ * subdirectories then fails with EIO or EOVERFLOW. So the upper storage is
+ * tried first (upper_has_user_xattrs), and a run whose upper layer cannot
+ * hold them is refused with a clear error naming --cow-upper on a file
+ * system that can (ext4, xfs, btrfs). Every copy-up and every file the
  * sandbox creates happen with the child's credentials, so upper files
  * belong to the sandbox's host id.
  *
@@ -37,6 +42,7 @@
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 
 #define START_FILE "fluebox-start"
 
@@ -453,6 +459,21 @@ static int upper_tmpfs(const struct fb_policy *p, struct fb_err *err)
     return m;
 }
 
+/* Can the upper storage (directory fd sfd) hold the user.* extended
+ * attributes the overlay keeps its markers in? Tried on a scratch file that
+ * is removed again (the storage may be the user's --cow-upper DIR). */
+static bool upper_has_user_xattrs(int sfd)
+{
+    static const char probe[] = ".fluebox-xattr-probe";
+    int f = openat(sfd, probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (f < 0)
+        return true; /* cannot tell: let the overlay decide */
+    bool ok = fsetxattr(f, "user.fluebox.probe", "1", 1, 0) == 0 || errno != EOPNOTSUPP;
+    close(f);
+    unlinkat(sfd, probe, 0);
+    return ok;
+}
+
 int cow_mount_child(const struct fb_policy *p, int lower_tree, int upper_tree, const char *stage,
                     int *ovl_fd, int fds[3], struct fb_err *err)
 {
@@ -484,6 +505,17 @@ int cow_mount_child(const struct fb_policy *p, int lower_tree, int upper_tree, c
     cleanup_close int sfd = open(store, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (sfd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: opening the upper storage");
+    if (!upper_has_user_xattrs(sfd)) {
+        if (upper_tree >= 0)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "copy-on-write: --cow-upper: its file system cannot hold user extended "
+                           "attributes, which the overlay needs; use a directory on one that can "
+                           "(ext4, xfs, btrfs)");
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "copy-on-write: tmpfs on this kernel cannot hold user extended attributes "
+                       "(Linux 6.6 added them), which the overlay needs; give --cow-upper DIR on "
+                       "a file system that can (ext4, xfs, btrfs)");
+    }
     bool fresh = mkdirat(sfd, "upper", 0755) == 0;
     if (!fresh && errno != EEXIST)
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: creating upper/");
