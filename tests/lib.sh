@@ -169,6 +169,33 @@ FB_MOUNTS0=$(wc -l < /proc/self/mountinfo)
 FB_CGROUPS0=$(own_fluebox_cgroups | tr '\n' ' ')
 
 as_root() { [ "$FB_AS" = root ]; }
+
+# sanitizer_logs — from here on, the reports of the ASan/UBSan build go to
+# files in a fresh directory (for a suite whose fluebox runs behind another
+# program that does not show its stderr, as the clients' servers do);
+# no_sanitizer_reports NAME then checks that none was written.
+sanitizer_logs() {
+  SAN_DIR=$(mktemp -d /tmp/fbsan.XXXXXX); chmod 1777 "$SAN_DIR"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-}:log_path=$SAN_DIR/asan"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-}:log_path=$SAN_DIR/ubsan"
+  at_exit 'rm -rf "$SAN_DIR"'
+}
+no_sanitizer_reports() {
+  local f; f=$(ls "$SAN_DIR" 2>/dev/null | head -n 1)
+  if [ -z "$f" ]; then ok "$1"
+  else fail "$1" "$(ls "$SAN_DIR" | wc -l) reports, the first: $(grep -m 3 -e ERROR -e 'runtime error' -e SUMMARY "$SAN_DIR/$f" | tr '\n' ' ' | head -c 500)"; fi
+}
+
+# cow_needs_upper — true when copy-on-write needs --cow-upper on this kernel:
+# tmpfs has no user xattrs before Linux 6.6, so fluebox refuses a tmpfs upper
+# layer there (with this message).
+cow_needs_upper() {
+  local d; d=$(mktemp -d "$T/.cowprobe.XXXXXX"); chmod 777 "$d"
+  run_fb run -q --cow --workspace "$d" -- true
+  rm -rf "$d"
+  [ "$RC" = 125 ] && case "$ERR" in *"tmpfs on this kernel cannot hold user extended attributes"*) return 0 ;; esac
+  return 1
+}
 # skip NAME REASON — NAME did not run because this machine lacks something the
 # project cannot install (REASON says what).
 skip() { echo "ok - $1 # SKIP ${2:-}"; }
@@ -192,18 +219,28 @@ wait_for() {
   done
 }
 
-# sub_suite NAME TIMEOUT CMD... — runs another program that speaks the
-# contract (node's tests, the Python client's, ...) as one part of this
-# suite: passes its results through, and prints one failure for NAME when it
-# died, timed out, exited early or printed fewer results than it planned.
+# sub_suite [-p PREFIX] NAME TIMEOUT CMD... — runs another program that
+# speaks the contract (node's tests, the Python client's, an integration file
+# in a guest) as one part of this suite: passes its results through (with
+# PREFIX put before each result's name), and prints one failure for NAME
+# when it died, timed out, exited early or printed fewer results than it
+# planned.
 sub_suite() {
-  local name=$1 secs=$2 out rc line; shift 2
+  local prefix="" name secs out rc line
+  if [ "$1" = -p ]; then prefix=$2; shift 2; fi
+  name=$1; secs=$2; shift 2
   out=$(mktemp /tmp/fbsub.XXXXXX)
   timeout -k 10 "$secs" "$@" > "$out"; rc=$?
   tap_read "$out" "$rc"
-  for line in "${TAP_RESULTS[@]+"${TAP_RESULTS[@]}"}"; do echo "$line"; done
+  for line in "${TAP_RESULTS[@]+"${TAP_RESULTS[@]}"}"; do
+    case "$line" in
+      "not ok - "*) echo "not ok - $prefix${line#not ok - }" ;;
+      "ok - "*) echo "ok - $prefix${line#ok - }" ;;
+      *) echo "$line" ;;
+    esac
+  done
   if [ -n "$TAP_BROKEN" ]; then
-    echo "not ok - $name: $TAP_BROKEN; its last lines: $(grep -v -e '^ok' -e '^not ok' "$out" | tail -n 5 | tr '\n' ' ' | head -c 600)"
+    echo "not ok - $prefix$name: $TAP_BROKEN; its last lines: $(grep -v -e '^ok' -e '^not ok' "$out" | tail -n 5 | tr '\n' ' ' | head -c 600)"
   fi
   rm -f "$out"
 }

@@ -3,6 +3,7 @@
 # workspace.diff (JSON and patch), workspace.commit (all, chosen paths,
 # conflicts, force), workspace.reset, and not_supported without cow.
 . "$(dirname "$0")/../lib.sh"
+cow_needs_upper && skip_all "tmpfs on this kernel has no user xattrs (Linux < 6.6): --cow needs --cow-upper here (93-cow-upper, tests/vm)"
 
 as_user() {
   if [ "$FB_AS" = root ]; then "$@"; else
