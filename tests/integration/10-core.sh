@@ -100,7 +100,7 @@ import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(5)
 print(s.getsockname()[1], flush=True)
 time.sleep(60)' > "$T/port" & lpid=$!
-for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$T/port" ] && break; sleep 0.1; done
+wait_for 20 test -s "$T/port"
 port=$(cat "$T/port")
 run_fb run -- python3 -c "
 import socket
@@ -142,7 +142,8 @@ expect_out "sh runs a real script" "SHOK 5050 bg 100 100" run --ro-bind "$T:/src
 if [ "$FB_AS" = root ]; then
   "$FB" run -- sh -c 'trap "echo got-term; exit 7" TERM; echo started; sleep 30 & wait' > "$T/sig.out" 2>&1 &
   fbpid=$!
-  for i in $(seq 50); do grep -q started "$T/sig.out" 2>/dev/null && break; sleep 0.1; done
+  sig_started() { grep -q started "$T/sig.out" 2>/dev/null; }
+  wait_for 20 sig_started
   kill -TERM "$fbpid"; wait "$fbpid"; rc=$?
   if [ "$rc" = 7 ] && grep -q got-term "$T/sig.out"; then ok "SIGTERM to fluebox reaches the command"; else fail "SIGTERM forwarded" "rc=$rc $(cat "$T/sig.out")"; fi
 
@@ -186,9 +187,12 @@ assert r["killed_after_signal"] == "SIG" + sys.argv[2] and r["signal_name"] == "
   mark="300.$$"   # a sleep only this test starts
   "$FB" run -- sh -c "echo started; sleep $mark" > "$T/kill.out" 2>&1 &
   fbpid=$!
-  for i in $(seq 50); do grep -q started "$T/kill.out" 2>/dev/null && break; sleep 0.1; done
+  kill_started() { grep -q started "$T/kill.out" 2>/dev/null; }
+  wait_for 20 kill_started
   kill -KILL "$fbpid"; wait "$fbpid" 2>/dev/null
-  sleep 0.3
+  # The sandbox dies with its supervisor: give it the time to go.
+  sandbox_gone() { ! pgrep -f "sleep $mark" >/dev/null; }
+  wait_for 10 sandbox_gone
   # The next run sweeps what a SIGKILLed fluebox could not remove (its cgroup).
   "$FB" run -- true
   if pgrep -f "sleep $mark" >/dev/null; then fail "killing fluebox kills the sandbox" "$(pgrep -af "sleep $mark")"; else ok "killing fluebox kills the sandbox"; fi

@@ -192,7 +192,8 @@ mark=47$$$RANDOM
 run_fb run --timeout 1s --report "$R" -- sh -c "(setsid sh -c 'sleep $mark & sleep ${mark}1' &); sleep 100"
 [ "$RC" = 124 ] && ok "--timeout exits 124" || fail "--timeout exits 124" "rc=$RC $ERR"
 jtrue "--timeout: timed_out in the report" "$R" 'r["timed_out"] is True and r["exit_code"] == 124 and r["limits"]["timeout_ms"] == 1000 and "timeout" in r["limits_applied"]'
-sleep 0.2
+grandchild_gone() { ! pgrep -f "sleep $mark" >/dev/null; }
+wait_for 10 grandchild_gone
 if pgrep -f "sleep $mark" >/dev/null; then fail "a double-forked setsid grandchild dies at the timeout" "$(pgrep -af "sleep $mark")"; pkill -f "sleep $mark"
 else ok "a double-forked setsid grandchild dies at the timeout"; fi
 run_fb run --timeout 500ms --report "$R" -- sleep 30
@@ -277,11 +278,13 @@ no_stale "no stale cgroup after the limit tests"
 if [ -n "$CG" ]; then
   "$FB" run --timeout 60s -- sh -c "echo started; sleep 3$mark" > "$T/k.out" 2>&1 &
   fbpid=$!
-  for _ in $(seq 50); do grep -q started "$T/k.out" 2>/dev/null && break; sleep 0.1; done
+  k_started() { grep -q started "$T/k.out" 2>/dev/null; }
+  wait_for 20 k_started
   made=$(cgroups_of "$fbpid")
   [ -n "$made" ] && ok "a running sandbox has its cgroups ($(echo $made | wc -w))" || fail "a running sandbox has its cgroups"
   kill -KILL "$fbpid"; wait "$fbpid" 2>/dev/null
-  for _ in $(seq 30); do pgrep -f "sleep 3$mark" >/dev/null || break; sleep 0.1; done
+  k_gone() { ! pgrep -f "sleep 3$mark" >/dev/null; }
+  wait_for 10 k_gone
   if pgrep -f "sleep 3$mark" >/dev/null; then fail "SIGKILLed fluebox: the sandbox dies" "$(pgrep -af "sleep 3$mark")"; pkill -f "sleep 3$mark"
   else ok "SIGKILLed fluebox: the sandbox dies"; fi
   left=$(cgroups_of "$fbpid")

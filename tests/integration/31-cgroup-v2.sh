@@ -35,20 +35,26 @@ mark=31$$$RANDOM
 export FLUEBOX_CGROUP=v2
 
 # --- create and attach: watch the running sandbox from the host ---------------
-"$FB" run -q --report "$R" -- sh -c "echo started; exec sleep 2.$mark" > "$T/run.out" 2>&1 &
+# The sandbox waits on its stdin, a FIFO this test holds open, so it runs for
+# as long as the test looks at it (a fixed sleep could end first).
+mkfifo "$T/gate"
+"$FB" run -q --report "$R" -- sh -c "echo started; read line; exit 0 # $mark" < "$T/gate" > "$T/run.out" 2>&1 &
 fbpid=$!
-for _ in $(seq 50); do grep -q started "$T/run.out" 2>/dev/null && break; sleep 0.1; done
+exec 8> "$T/gate"
+started() { grep -q started "$T/run.out" 2>/dev/null; }
+wait_for 20 started || fail "v2: the watched sandbox starts" "$(cat "$T/run.out")"
 dir=$(ls -d "$OWN/fluebox/fluebox-$fbpid-"* 2>/dev/null | head -1)
 if [ -n "$dir" ]; then
   ok "v2: the run's cgroup is $OWN/fluebox/fluebox-$fbpid-N"
   procs=$(cat "$dir/cgroup.procs")
-  sleeper=$(pgrep -f "^sleep 2.$mark" | head -1)
-  case " $(echo $procs) " in *" $sleeper "*) ok "v2: the sandbox's processes are in it";; *) fail "v2: the sandbox's processes are in it" "procs=$procs sleeper=$sleeper";; esac
+  sleeper=$(pgrep -f "^sh -c echo started; read line; exit 0 # $mark" | head -1)
+  case " $(echo $procs) " in *" $sleeper "*) ok "v2: the sandbox's processes are in it";; *) fail "v2: the sandbox's processes are in it" "procs=$procs sandbox sh=$sleeper";; esac
   grep -q '^populated 1' "$dir/cgroup.events" && ok "v2: cgroup.events says populated" || fail "v2: cgroup.events populated" "$(cat "$dir/cgroup.events")"
   case "$(cat /proc/"$fbpid"/cgroup)" in *"0::$own"*) ok "v2: fluebox itself stays outside it";; *) fail "v2: fluebox stays outside" "$(cat /proc/"$fbpid"/cgroup)";; esac
 else
   fail "v2: the run's cgroup exists while it runs" "nothing under $OWN/fluebox"
 fi
+exec 8>&-
 wait "$fbpid"; rc=$?
 [ "$rc" = 0 ] && ok "v2: the run succeeds" || fail "v2: the run succeeds" "rc=$rc $(cat "$T/run.out")"
 [ -z "$(ls -d "$OWN/fluebox/fluebox-$fbpid-"* 2>/dev/null)" ] && ok "v2: the cgroup is removed at the end" || fail "v2: cgroup removed" "$(ls -d "$OWN/fluebox/fluebox-$fbpid-"*)"

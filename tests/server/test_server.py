@@ -817,7 +817,10 @@ def t_disconnect_mid_stream(srv):
     before = {x["session"] for x in c.call("session.list")["sessions"]}
     g.send("session.create", {"pool": False})
     g.close()
-    time.sleep(0.5)
+    # A barrier: sessions are made one at a time, in the order the requests
+    # arrive, so once this one is made the vanished client's was handled.
+    x = c.call("session.create", {"pool": False})["session"]
+    c.call("session.destroy", {"session": x})
     after = wait_for(lambda: {x["session"] for x in c.call("session.list")["sessions"]} == before, 10)
     check("client vanished during session.create: no orphan session", after)
     c.call("session.destroy", {"session": s})
@@ -834,7 +837,18 @@ def t_slow_reader(srv):
     total = 40 << 20
     i = g.send("exec", {"session": s, "stream": True, "encoding": "base64",
                         "command": "head -c %d /dev/zero" % total})
-    time.sleep(2)
+    # Wait for the backpressure itself: the server stops draining the
+    # exec's output, so `head` sits blocked writing to its full pipe (had
+    # the server buffered everything, head would have finished instead).
+    def head_blocked():
+        for d in os.listdir("/proc"):
+            try:
+                if d.isdigit() and open("/proc/%s/cmdline" % d, "rb").read() == b"head\0-c\0%d\0/dev/zero\0" % total:
+                    return open("/proc/%s/wchan" % d).read().endswith("pipe_write")
+            except OSError:
+                pass
+        return False
+    check("slow reader: the exec is held back (head blocked on its full pipe)", wait_for(head_blocked, 30))
     rss1 = srv.rss_kb()
     check("slow reader: another client is served meanwhile", c.call("server.info")["protocol"] == 1)
     check("slow reader: server memory bounded (<%d MiB growth)" % 24, rss1 - rss0 < 24 * 1024, (rss0, rss1))
@@ -1054,8 +1068,7 @@ def t_network(srv):
         c2 = srv.conn()
         c2.s.settimeout(30)
         bad = []
-        wait_for(lambda: rounds, 10)
-        time.sleep(0.2)
+        wait_for(lambda: len(rounds) >= 2, 10)
         try:
             for k in range(6):
                 for i in range(12):
@@ -1087,8 +1100,8 @@ def t_dead_session(srv):
     new = set(session_inits(srv.pid)) - before
     if not check("dead session: found the session's init", len(new) == 1, new):
         return
-    i = c.send("exec", {"session": s, "command": "sleep 60"})
-    time.sleep(0.2)
+    i = c.send("exec", {"session": s, "execId": "sl", "command": "sleep 60"})
+    wait_for(lambda: "sl" in c.call("session.info", {"session": s})["execs"]["running"])
     os.kill(new.pop(), signal.SIGKILL)
     _, r = c.wait(i)
     check("dead session: the running exec gets session_dead", r.get("error", {}).get("code") == "session_dead", r)
@@ -1315,8 +1328,8 @@ def t_asan():
         g.send("session.create", {"pool": False})
         g.close()
         c.call("session.create", {"limits": {"memory": "64M"}})
-        c.send("exec", {"session": s, "command": "sleep 30"})
-        time.sleep(0.5)
+        c.send("exec", {"session": s, "execId": "sl", "command": "sleep 30"})
+        wait_for(lambda: "sl" in c.call("session.info", {"session": s})["execs"]["running"])
         rc = srv.stop(signal.SIGTERM)
         err = srv.stderr()
         bad = [ln for ln in err.splitlines() if "Sanitizer" in ln or "runtime error" in ln]

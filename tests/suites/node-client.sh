@@ -16,13 +16,23 @@ cd bindings/node
 # 2 cores and the 50 MB and 20-session tests are heavy enough).
 # --test-timeout: a test that hangs (a server bug, for instance) fails after
 # 3 minutes instead of holding the whole run.
+# The main run's servers are the ASan/UBSan build when there is one; their
+# reports go to files, checked at the end.
+asan=""
+if [ -n "${FB_ASAN:-}" ] && [ -x "$FB_ASAN" ]; then asan=1; sanitizer_logs; fi
 export FB
 # node 18 (Debian 12's) has neither --test-concurrency (it runs files one at a
 # time on 2 CPUs anyway) nor --test-timeout (the outer timeout still holds).
 flags=(--test --test-reporter=./test/reporter.mjs)
 node --help 2>/dev/null | grep -q -- --test-concurrency && flags+=(--test-concurrency=1)
 node --help 2>/dev/null | grep -q -- --test-timeout && flags+=(--test-timeout=180000)
-sub_suite "node client tests" 1500 node "${flags[@]}" test/
+if [ -n "$asan" ]; then
+  FB=$FB_ASAN sub_suite "node client tests (ASan/UBSan server)" 1500 node "${flags[@]}" test/
+  no_sanitizer_reports "node client tests: no sanitizer report from the servers"
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+else
+  sub_suite "node client tests" 1500 node "${flags[@]}" test/
+fi
 # Again as an unprivileged user (a rootless server), the core files only.
 if [ "$(id -u)" = 0 ] && id fbtest >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1; then
   home=$(mktemp -d /tmp/fbnode-home.XXXXXX); chown fbtest "$home"

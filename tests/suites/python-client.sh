@@ -31,7 +31,16 @@ for py in "${pys[@]}"; do
   ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
   case "$py" in /usr/bin/*) ver="$ver-system" ;; esac
   if [ -n "$first" ]; then
-    sub_suite "python client tests (py$ver)" 1200 "$py" bindings/python/tests/run.py --tag "py$ver"
+    # The full run's servers are the ASan/UBSan build when there is one;
+    # their reports go to files, checked right after.
+    if [ -n "${FB_ASAN:-}" ] && [ -x "$FB_ASAN" ]; then
+      sanitizer_logs
+      FB=$FB_ASAN sub_suite "python client tests (py$ver, ASan/UBSan server)" 1200 "$py" bindings/python/tests/run.py --tag "py$ver"
+      no_sanitizer_reports "python client tests: no sanitizer report from the servers"
+      unset ASAN_OPTIONS UBSAN_OPTIONS
+    else
+      sub_suite "python client tests (py$ver)" 1200 "$py" bindings/python/tests/run.py --tag "py$ver"
+    fi
     first=
   else
     sub_suite "python client tests (py$ver, quick)" 600 "$py" bindings/python/tests/run.py --tag "py$ver" --quick
