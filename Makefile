@@ -2,6 +2,8 @@
 #   make            build ./fluebox (installs missing Debian -dev packages first)
 #   make demo       build and run a real example in a sandbox
 #   make check      build (normal and ASan/UBSan) and run every test
+#   make check-kernels  the Linux 6.1 / cgroup v2 guest suites, with the whole
+#                   integration suite in the guest (about 30 min more)
 #   make bench      benchmarks side by side with bubblewrap and unshare
 #   make redteam    escape probes under every profile
 #   make fuzz       longer fuzzing runs (by hand)
@@ -19,7 +21,7 @@ OBJ     := $(SRC:src/%.c=build/obj/%.o)
 ASAN_OBJ:= $(SRC:src/%.c=build/asan/%.o)
 PROFILES:= $(wildcard profiles/*.json)
 
-.PHONY: all deps demo check check-quick asan bench redteam fuzz clean install oci-conformance
+.PHONY: all deps demo check check-quick check-kernels asan bench redteam fuzz clean install oci-conformance
 
 all: fluebox
 
@@ -99,6 +101,10 @@ check: fluebox build/fluebox-asan
 
 check-quick: fluebox
 	@FB_NO_ASAN=1 bash tests/run.sh
+
+check-kernels: fluebox
+	@sh scripts/deps.sh test
+	@FB_NO_ASAN=1 FB_ONLY='vm-*' FBVM_FULL=1 FB_SUITE_TIMEOUT=5400 bash tests/run.sh
 
 install: fluebox
 	install -m 0755 fluebox $(DESTDIR)/usr/local/bin/fluebox

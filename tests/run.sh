@@ -24,7 +24,8 @@
 #   integration file "30-limits.sh", "server", "unit", "selftest", "vm-*";
 #   extended globs: FB_ONLY='@(unit|30-*)');
 #   FB_NO_ASAN=1 skips the sanitizer passes; VERBOSE=1 prints every result;
-#   CI=true turns missing-tool skips into failures.
+#   CI=true turns missing-tool skips into failures; FB_SUITE_TIMEOUT=SECONDS
+#   replaces every suite's timeout (make check-kernels).
 # Usage: tests/run.sh [--suites FILE...]   (--suites: only these programs, run
 #   as suites with FB set — what the self-test uses)
 set -u
@@ -43,6 +44,7 @@ selected() { case "$1" in ${FB_ONLY:-*}) return 0 ;; esac; return 1; }
 
 # suite_timeout FILE DEFAULT — the "# timeout: N" of FILE's header, or DEFAULT.
 suite_timeout() {
+  [ -n "${FB_SUITE_TIMEOUT:-}" ] && { echo "$FB_SUITE_TIMEOUT"; return; }
   local t
   t=$(head -n 30 "$1" 2>/dev/null | sed -n 's/^# timeout: *\([0-9][0-9]*\).*/\1/p' | head -n 1)
   echo "${t:-$2}"

@@ -16,7 +16,10 @@ command -v linux.uml >/dev/null 2>&1 || skip_all "missing: user-mode-linux (linu
 command -v mkfs.ext4 >/dev/null 2>&1 || skip_all "missing: e2fsprogs (mkfs.ext4)"
 root_files="10-core 12-badinput 40-net-bad 50-profiles-escapes 50-profiles-files 70-server 90-cow 91-cow-safety 92-cow-session 93-cow-upper"
 user_files="10-core 50-profiles-escapes 70-server 93-cow-upper"
-sub_suite -p "[6.1] " "the Linux 6.1 guest" 1450 \
-  tests/vm/vm.sh -t 1400 -d 4G -e FB="$FB" -e ROOT="$(pwd)" \
+limit=1400
+# FBVM_FULL=1 (make check-kernels): every integration file, as both users.
+if [ -n "${FBVM_FULL:-}" ]; then root_files=""; user_files=""; limit=5000; fi
+sub_suite -p "[6.1] " "the Linux 6.1 guest" $((limit + 50)) \
+  tests/vm/vm.sh -t "$limit" -d 4G -e FB="$FB" -e ROOT="$(pwd)" \
     -e FBVM_FILES="$root_files" -e FBVM_USER_FILES="$user_files" -- \
   bash -c 'T=$(mktemp -d /tmp/fbvm.XXXXXX) exec bash tests/vm/guest-linux61.sh'
