@@ -7,7 +7,7 @@ import {
   Fluebox, Session, FlueboxError, FileSystemError, NotFoundError, InvalidParamsError,
   NotSupportedError, SandboxDiedError,
 } from '../index.mjs';
-import { startServer, tmpdir } from './helpers.mjs';
+import { startServer, tmpdir, waitFor } from './helpers.mjs';
 
 let srv;
 let fb;
@@ -166,7 +166,7 @@ describe('exec', () => {
 
   test('exec.kill by execId ends the command with the signal', async () => {
     const p = s.exec('sleep 30', { execId: 'killme' });
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor(async () => (await s.info()).execs.running.includes('killme'), 5000, 'exec running');
     await s.kill('killme', 'SIGTERM');
     const r = await p;
     assert.equal(r.signal, 'SIGTERM');

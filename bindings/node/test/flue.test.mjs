@@ -85,8 +85,8 @@ describe('exec', () => {
   test('an AbortSignal rejects with an AbortError carrying the reason, and kills the command', async () => {
     const ac = new AbortController();
     const marker = `/tmp/abort-${Date.now()}`;
-    const p = sb.exec(`sleep 3; touch ${marker}`, { signal: ac.signal });
-    await new Promise((r) => setTimeout(r, 300));
+    const p = sb.exec(`touch ${marker}.started; sleep 3.017; touch ${marker}`, { signal: ac.signal });
+    await waitFor(() => sb.exists(`${marker}.started`), 5000, 'the command started');
     const reason = new Error('stop');
     ac.abort(reason);
     await assert.rejects(p, (e) => {
@@ -95,7 +95,9 @@ describe('exec', () => {
       assert.equal(e.cause, reason);
       return true;
     });
-    await new Promise((r) => setTimeout(r, 3500));
+    // Gone, not merely not finished yet: no "sleep 3.017" left in the sandbox.
+    await waitFor(async () => (await sb.exec("cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 3[.]017' || true")).stdout.trim() === '0',
+      10000, 'the aborted command gone');
     assert.equal(await sb.exists(marker), false, 'the aborted command did not go on running');
   });
 

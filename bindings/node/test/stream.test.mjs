@@ -94,9 +94,9 @@ describe('stream', () => {
   });
 
   test('kill() sends a signal to a streamed command', async () => {
-    const st = s.stream('trap "echo got-term; exit 5" TERM; while :; do sleep 0.05; done');
-    await st.started;
-    await sleep(100);
+    const st = s.stream('trap "echo got-term; exit 5" TERM; : > /tmp/trapped; while :; do sleep 0.05; done');
+    // The signal once the trap is set (the file says so), not after a while.
+    await waitFor(async () => (await s.exec('test -e /tmp/trapped')).exitCode === 0, 5000, 'the trap set');
     await st.kill('SIGTERM');
     const r = await st.collect();
     assert.equal(r.exitCode, 5);

@@ -414,9 +414,9 @@ class StreamTest(unittest.TestCase):
         self.assertEqual(st.result.signal, "SIGKILL")
 
     def test_kill_stream(self):
-        st = self.s.stream('trap "echo got-term; exit 5" TERM; while :; do sleep 0.05; done')
-        st.started.wait(5)
-        time.sleep(0.1)
+        st = self.s.stream('trap "echo got-term; exit 5" TERM; : > /tmp/trapped; while :; do sleep 0.05; done')
+        # The signal once the trap is set (the file says so), not after a while.
+        wait_for(lambda: self.s.exec("test -e /tmp/trapped").exit_code == 0, what="the trap set")
         st.kill("SIGTERM")
         r = st.collect()
         self.assertEqual(r.exit_code, 5)
