@@ -65,7 +65,9 @@ static void write_start(const struct fb_cow *c, int dirfd)
 
 /* --cow-upper DIR is reused across runs: the start time of the run that
  * created its upper layer is kept next to it, so that later runs still
- * detect host changes made since the layer began. */
+ * detect host changes made since the layer began. A new layer's start file
+ * is written once the layer is there (cow_attach): a run refused before
+ * that leaves DIR as it was. */
 static void persistent_start(struct fb_cow *c, const char *dir)
 {
     cleanup_close int d = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -84,7 +86,7 @@ static void persistent_start(struct fb_cow *c, const char *dir)
         }
         return;
     }
-    write_start(c, d);
+    c->start_pending = true;
 }
 
 int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow **out,
@@ -184,6 +186,14 @@ int cow_attach(struct fb_cow *c, int *fds, size_t nfds, struct fb_err *err)
     c->upper = changes_open_beneath(c->store, "upper", O_RDONLY | O_DIRECTORY, 0);
     if (c->upper < 0)
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: opening the upper layer");
+    if (c->start_pending && c->upper_dir) {
+        int d = open(c->upper_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (d >= 0) {
+            write_start(c, d);
+            close(d);
+        }
+        c->start_pending = false;
+    }
     /* The command starts only after this message is handled and READY
      * comes: from then on every host change is seen as one. */
     wait_coarse_past_start(c);

@@ -72,6 +72,7 @@ struct fb_cow {
     int upper;               /* upper/ directory fd, or -1 until attached */
     int userns, mntns;       /* the sandbox's namespaces (reset), or -1 */
     bool persistent;         /* --cow-upper: the caller's directory */
+    bool start_pending;      /* --cow-upper: its start file is written once the layer is made */
     char *upper_dir;         /* --cow-upper DIR (host path), or NULL */
     bool root;               /* fluebox runs as root */
     bool readonly;           /* the profile makes the workspace read-only: no commit */
