@@ -139,6 +139,7 @@ static void emit(FILE *f, size_t k, const struct fb_policy *p)
     fprintf(f, "    .uid = %u,\n    .gid = %u,\n", (unsigned)p->uid, (unsigned)p->gid);
     fprintf(f, "    .hostname = %s,\n", str_ref(p->hostname, b1, sizeof b1));
     fprintf(f, "    .namespaces = 0x%x,\n", p->namespaces);
+    fprintf(f, "    .isolation = %d,\n", (int)p->isolation);
     fprintf(f, "    .limits = {.mem = INT64_C(%" PRId64 "), .cpus = %a, .pids = INT64_C(%" PRId64 "),\n",
             l->mem, l->cpus, l->pids);
     fprintf(f, "               .disk = INT64_C(%" PRId64 "), .timeout_ms = INT64_C(%" PRId64 "),\n",

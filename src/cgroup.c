@@ -923,7 +923,8 @@ static void warn_missing(const struct fb_cgroup *cg)
     char key[224];
     snprintf(key, sizeof key, "cgroup %s: %s", cg->not_applied_s, cg->cause[0] ? cg->cause : "?");
     fb_warn_once(key, "warning: limits not applied: %s: %s%s; --require-limits makes this an error "
-                 "(said once per boot; --report has it every run)",
+                 "(said once per boot; --report has it every run; fluebox doctor says how to "
+                 "delegate cgroups)",
                  cg->not_applied_s, cg->cause[0] ? cg->cause : cg->reason, fb);
 }
 
@@ -1021,7 +1022,8 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
     cg->need_prlimit = cg->fallback != 0;
     cg_finish_strings(cg);
     if (missing && p->limits.require) {
-        fb_errf(err, FB_EXIT_SETUP, "--require-limits: cannot apply the %s limit%s (%s): %s",
+        fb_errf(err, FB_EXIT_SETUP,
+                "--require-limits: cannot apply the %s limit%s (%s): %s (see fluebox doctor)",
                 cg->not_applied_s, strchr(cg->not_applied_s, ',') ? "s" : "", cg->cause,
                 cg->reason);
         cgroup_destroy(cg);
@@ -1080,7 +1082,8 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
         cg->applied &= ~d->ctrls;
         if (cg->limits.require) {
             cg_finish_strings(cg);
-            return fb_errf(err, FB_EXIT_SETUP, "--require-limits: cannot apply the %s limit: %s",
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "--require-limits: cannot apply the %s limit: %s (see fluebox doctor)",
                            cg->not_applied_s, cg->reason);
         }
         cg->fallback |= d->ctrls & fallback_ok;
@@ -1088,7 +1091,7 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
         char key[96];
         snprintf(key, sizeof key, "cgroup join %s", cg->not_applied_s);
         fb_warn_once(key, "warning: limits not applied: %s: %s (said once per boot; --report has "
-                     "it every run)",
+                     "it every run; see fluebox doctor)",
                      cg->not_applied_s, cg->reason);
     }
     return 0;

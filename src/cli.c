@@ -62,6 +62,12 @@ static int set_profile(void *ctx, const struct fb_opt *o, const char *v, struct 
     return 0; /* loaded first, by cli_apply */
 }
 
+static int set_isolation(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct label l;
+    return policy_set_isolation(POL(ctx), v, oname(o, &l), err);
+}
+
 static int set_workspace(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     struct label l;
@@ -294,6 +300,8 @@ enum {
 const struct fb_opt cli_policy_opts[] = {
     {"profile", 0, FB_ARG_PROFILE, "NAME|FILE", RSF | FB_OPT_FIRST | FB_OPT_QUIET, set_profile,
      "strict, standard (default) or trusted, or a JSON profile", "Policy:"},
+    {"isolation", 0, FB_ARG_VALUE, "namespaces|landlock", R, set_isolation,
+     "landlock: where no namespace can be made, Landlock instead (fewer guarantees)", NULL},
 
     {"workspace", 0, FB_ARG_HOST_PATH, "DIR", RS, set_workspace,
      "bind DIR read-write at /workspace (default: an empty scratch directory)", "Filesystem:"},

@@ -10,13 +10,34 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+/* No capability in the permitted set (so none can come back). */
+static bool holds_no_caps(void)
+{
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &hdr, data) < 0)
+        return false;
+    return !data[0].permitted && !data[1].permitted;
+}
+
 int harden_drop_caps(struct fb_err *err)
 {
-    /* Bounding set first (needs CAP_SETPCAP, which we still hold). */
+    /* Bounding set first (needs CAP_SETPCAP, which we still hold). A
+     * process without any capability (an ordinary user's under
+     * --isolation landlock, which has no user namespace) cannot change it;
+     * it then only matters to execve of a set-id or file-capability
+     * program, which no_new_privs, set below, makes grant nothing. */
+    bool capless = holds_no_caps();
     for (int cap = 0; cap <= 63; cap++) {
+        int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+        if (r < 0)
+            break; /* past the last capability this kernel knows */
+        if (r == 0)
+            continue;
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
-            if (errno == EINVAL)
-                break; /* past the last capability this kernel knows */
+            if (errno == EPERM && capless)
+                break;
             return fb_errno(err, FB_EXIT_SETUP, "dropping capability %d from the bounding set", cap);
         }
     }

@@ -21,6 +21,14 @@ enum {
     FB_NS_ALL = 0x1f,
 };
 
+/* What the boundary is made of (--isolation, the profile's "isolation"). */
+enum fb_isolation {
+    FB_ISO_NAMESPACES, /* the default: namespaces, pivot_root, seccomp, cgroups */
+    FB_ISO_LANDLOCK,   /* the opt-in fallback where no namespace can be made:
+                          Landlock, seccomp, rlimits in the caller's
+                          namespaces (landlock.h); never chosen silently */
+};
+
 enum fb_mount_kind {
     FB_MNT_RO_BIND, /* --ro-bind SRC[:DST] */
     FB_MNT_BIND,    /* --bind SRC[:DST] (read-write) */
@@ -170,6 +178,7 @@ struct fb_policy {
                               the allocator (idrange.h) */
     char *hostname;        /* default "fluebox" */
     unsigned namespaces;   /* FB_NS_* to create (user and mount always) */
+    enum fb_isolation isolation;
 
     /* Limits. */
     struct fb_limits limits;

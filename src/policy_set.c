@@ -75,6 +75,18 @@ static char *host_dir(const char *dir, const char *name, struct fb_err *err)
     return fb_xstrdup(real);
 }
 
+int policy_set_isolation(struct fb_policy *p, const char *value, const char *name,
+                         struct fb_err *err)
+{
+    if (!strcmp(value, "namespaces"))
+        p->isolation = FB_ISO_NAMESPACES;
+    else if (!strcmp(value, "landlock"))
+        p->isolation = FB_ISO_LANDLOCK;
+    else
+        return fb_errf(err, FB_EXIT_SETUP, "%s %s: expected namespaces or landlock", name, value);
+    return 0;
+}
+
 int policy_set_workspace(struct fb_policy *p, const char *dir, const char *name,
                          struct fb_err *err)
 {

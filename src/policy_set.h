@@ -39,6 +39,10 @@ int policy_set_report(struct fb_policy *p, const char *path, const char *name,
 int policy_set_net_log(struct fb_policy *p, const char *path, const char *name,
                        struct fb_err *err);
 
+/* What the boundary is made of: "namespaces" or "landlock" (policy.h). */
+int policy_set_isolation(struct fb_policy *p, const char *value, const char *name,
+                         struct fb_err *err);
+
 /* Identity and environment. */
 int policy_set_host_id(struct fb_policy *p, uint32_t id, const char *name, struct fb_err *err);
 int policy_set_hostname(struct fb_policy *p, const char *host, const char *name,

@@ -1135,6 +1135,7 @@ static void apply_precompiled(struct fb_policy *p, const struct fb_builtin_polic
     free(p->hostname);
     p->hostname = fb_xstrdup(s->hostname);
     p->namespaces = s->namespaces;
+    p->isolation = s->isolation;
     p->limits = s->limits;
     p->net = s->net;
     p->net_host_allowed = s->net_host_allowed;
@@ -1170,7 +1171,7 @@ static int apply_root(struct ld *l, struct fb_policy *p, json_t *root)
 {
     static const char *const keys[] = {"name", "description", "comment", "extends", "filesystem",
                                        "environment", "limits", "network", "namespaces", "uid",
-                                       "gid", "hostname", "seccomp", NULL};
+                                       "gid", "hostname", "seccomp", "isolation", NULL};
     if (!json_is_object(root))
         return perr(l, NULL, "a profile is a JSON object, got %s", jtype(root));
     if (check_keys(l, "", root, keys) < 0 || get_comment(l, "", root, NULL) < 0)
@@ -1230,6 +1231,17 @@ static int apply_root(struct ld *l, struct fb_policy *p, json_t *root)
     }
     if ((j = json_object_get(root, "seccomp")) && apply_seccomp(l, p, j) < 0)
         return -1;
+    if ((j = json_object_get(root, "isolation"))) {
+        if (want_type(l, "isolation", j, JSON_STRING, "a string") < 0)
+            return -1;
+        const char *v = json_string_value(j);
+        if (!strcmp(v, "namespaces"))
+            p->isolation = FB_ISO_NAMESPACES;
+        else if (!strcmp(v, "landlock"))
+            p->isolation = FB_ISO_LANDLOCK;
+        else
+            return perr(l, "isolation", "expected \"namespaces\" or \"landlock\", got \"%s\"", v);
+    }
     return 0;
 }
 
@@ -1713,6 +1725,8 @@ char *profile_to_json(const struct fb_policy *p)
     json_object_set_new(ns, "uts", json_boolean(p->namespaces & FB_NS_UTS));
     json_object_set_new(ns, "cgroup", json_boolean(p->namespaces & FB_NS_CGROUP));
     json_object_set_new(o, "namespaces", ns);
+    if (p->isolation == FB_ISO_LANDLOCK)
+        json_object_set_new(o, "isolation", json_string("landlock"));
     json_object_set_new(o, "uid", json_integer(p->uid));
     json_object_set_new(o, "gid", json_integer(p->gid));
     if (p->namespaces & FB_NS_UTS) /* no own uts namespace: no hostname of its own */

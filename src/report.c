@@ -4,6 +4,7 @@
  * (no cgroup, an older kernel), so consumers can rely on the shape. */
 #include "report.h"
 
+#include "landlock.h"
 #include "scnotify.h"
 #include "toolchain.h"
 
@@ -81,8 +82,9 @@ static void applied_lists(const struct fb_policy *p, const struct fb_result *r, 
     }
     if (r->setup_failed)
         return;
-    if (l->disk > 0)
-        json_array_append_new(applied, json_string("disk"));
+    if (l->disk > 0) /* tmpfs sizes: no tmpfs under --isolation landlock */
+        json_array_append_new(p->isolation == FB_ISO_LANDLOCK ? missing : applied,
+                              json_string("disk"));
     if (l->timeout_ms > 0)
         json_array_append_new(applied, json_string("timeout"));
     if (l->nofile > 0)
@@ -184,6 +186,17 @@ static json_t *report_json(const struct fb_policy *p, const struct fb_result *r)
         json_array_append_new(ov, json_string(p->overrides[i]));
     json_object_set_new(o, "overrides", ov);
     json_object_set_new(o, "toolchain", toolchain_json(p));
+    /* What the boundary was made of, and what it did not hold. */
+    bool ll = p->isolation == FB_ISO_LANDLOCK;
+    json_object_set_new(o, "isolation", json_string(ll ? "landlock" : "namespaces"));
+    json_t *lost = json_array();
+    if (ll) {
+        const char *v[16];
+        size_t n = landlock_lost(p, landlock_abi(NULL), v, FB_ARRAY_LEN(v));
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(lost, json_string(v[i]));
+    }
+    json_object_set_new(o, "guarantees_not_held", lost);
     json_object_set_new(o, "network", network_obj(r));
     json_object_set_new(o, "seccomp_denials", opt_int(r->seccomp_denials));
     if (r->seccomp.active)

@@ -237,6 +237,25 @@ static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
     return pid;
 }
 
+/* A set-up step the kernel refused (a mount, pivot_root, a namespace, a
+ * seccomp filter: the text ends in the errno) points at fluebox doctor,
+ * which tells which layer is missing and how to get it; an option's own
+ * error ("--ro-bind /x: ...") is the caller's to fix. */
+static const char *layer_hint(const char *text)
+{
+    static const int layer_errnos[] = {EPERM, EACCES, ENOSYS, EINVAL, EOPNOTSUPP};
+    if (!strncmp(text, "--", 2) || strstr(text, "fluebox doctor"))
+        return "";
+    size_t tl = strlen(text);
+    for (size_t i = 0; i < FB_ARRAY_LEN(layer_errnos); i++) {
+        const char *s = strerror(layer_errnos[i]);
+        size_t sl = strlen(s);
+        if (tl > sl && !strcmp(text + tl - sl, s))
+            return " (see fluebox doctor)";
+    }
+    return "";
+}
+
 static const char *userns_hint(int e)
 {
     static char buf[256];
@@ -403,6 +422,12 @@ static int write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
 static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
                  struct fb_sandbox *sb, struct fb_err *err)
 {
+    if (p->isolation == FB_ISO_LANDLOCK) { /* no namespaces: landlock_spawn.c */
+        if (x)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "a container runs in namespaces; --isolation landlock does not apply");
+        return landlock_spawn(p, mode, sb, err);
+    }
     memset(sb, 0, sizeof *sb);
     sb->pid = -1;
     sb->pidfd = -1;
@@ -487,7 +512,10 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         int e = errno;
         close(sv[0]);
         close(sv[1]);
-        fb_errf(err, FB_EXIT_SETUP, "%s", userns_hint(e));
+        fb_errf(err, FB_EXIT_SETUP,
+                "%s; fluebox will not run with less isolation unless asked: see fluebox doctor "
+                "(--isolation landlock is the fallback)",
+                userns_hint(e));
         goto fail;
     }
     close(sv[1]);
@@ -528,7 +556,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
             goto fail_child;
         }
         if (m.type == FB_MSG_ERR) {
-            fb_errf(err, m.code ? m.code : FB_EXIT_SETUP, "%s", m.text);
+            fb_errf(err, m.code ? m.code : FB_EXIT_SETUP, "%s%s", m.text, layer_hint(m.text));
             goto fail_child;
         }
         if (m.type == FB_MSG_NETFDS) {
@@ -631,5 +659,6 @@ void sandbox_release(struct fb_sandbox *sb)
     /* Init is reaped, so its pid namespace is empty (the kernel reaps the
      * last process of a namespace before its init): nothing runs as the
      * range's ids any more, and another sandbox may have them. */
+    landlock_release(sb); /* its leftovers first: they may run as the range's ids */
     userns_release_ids(&sb->ids);
 }

@@ -58,6 +58,7 @@ struct fb_sandbox {
     struct fb_ids ids;
     uint64_t start_ns;
     bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */
+    struct fb_ll *ll;        /* --isolation landlock: the run's layout (landlock.h) */
 };
 
 /* Build a sandbox for p. On success init is running (FB_MSG_READY was
@@ -77,6 +78,13 @@ int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
  * in it forever. A multi-threaded caller (the server, session.c) uses this
  * to hold its other threads still during the clone. NULL: nothing. */
 extern void (*sandbox_clone_guard)(bool before);
+
+/* --isolation landlock (landlock_spawn.c): what sandbox_spawn() does for a
+ * policy that asks for it, and what sandbox_release() adds: killing what
+ * the command left running, removing the run's scratch directory. */
+int landlock_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
+                   struct fb_err *err);
+void landlock_release(struct fb_sandbox *sb);
 
 /* Kill the sandbox (SIGKILL to init empties its pid namespace). */
 void sandbox_kill(struct fb_sandbox *sb);
