@@ -10,5 +10,6 @@ int cmd_session(int argc, char **argv); /* client.c */
 int cmd_exec(int argc, char **argv);    /* client.c */
 int cmd_cp(int argc, char **argv);      /* client.c */
 int cmd_oci(int argc, char **argv);     /* oci.c (also run as fluebox-oci[-PROFILE]) */
+int cmd_doctor(int argc, char **argv);  /* doctor.c */
 
 #endif

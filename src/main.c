@@ -68,6 +68,7 @@ WEAK_CMD(cmd_session, "fluebox session")
 WEAK_CMD(cmd_exec, "fluebox exec")
 WEAK_CMD(cmd_cp, "fluebox cp")
 WEAK_CMD(cmd_oci, "fluebox oci")
+WEAK_CMD(cmd_doctor, "fluebox doctor")
 
 static const struct {
     const char *name;
@@ -75,7 +76,7 @@ static const struct {
 } cmds[] = {
     {"run", cmd_run},         {"profile", cmd_profile}, {"learn", cmd_learn},
     {"serve", cmd_serve},     {"session", cmd_session}, {"exec", cmd_exec},
-    {"cp", cmd_cp},           {"oci", cmd_oci},
+    {"cp", cmd_cp},           {"oci", cmd_oci},         {"doctor", cmd_doctor},
 };
 
 /* Called as fluebox-oci (containerd's BinaryName, Docker's runtime path):
