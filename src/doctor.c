@@ -195,8 +195,7 @@ static void explain(const struct fb_doc_env *e, struct fb_check *c, int abi)
         snprintf(c->cost, sizeof c->cost, "--cow (copy-on-write workspaces) is not available");
         snprintf(c->fix, sizeof c->fix,
                  "Linux 5.11 or newer (overlayfs in a user namespace); a tmpfs upper layer needs "
-                 "user extended attributes on tmpfs (Linux 6.6); a workspace filesystem "
-                 "overlayfs accepts as a lower layer");
+                 "user extended attributes on tmpfs (Linux 6.6)");
     } else if (!strcmp(id, "cgroup")) {
         snprintf(c->cost, sizeof c->cost,
                  "limits not applied by a cgroup fall back to rlimits: --mem per process "
@@ -430,7 +429,7 @@ int cmd_doctor(int argc, char **argv)
     doctor_seccomp(&e, false, &c[n++]);
     doctor_seccomp(&e, true, &c[n++]);
     doctor_idmap(&e, ws, &c[n++]);
-    doctor_overlay(&e, ws, &c[n++]);
+    doctor_overlay(&e, &c[n++]);
     doctor_cgroup(&e, &c[n++]);
     int abi = 0;
     size_t i_ll = n;

@@ -58,7 +58,7 @@ void doctor_procfs(const struct fb_doc_env *e, struct fb_check *c);
 void doctor_pivot_root(const struct fb_doc_env *e, struct fb_check *c);
 void doctor_seccomp(const struct fb_doc_env *e, bool notify, struct fb_check *c);
 void doctor_idmap(const struct fb_doc_env *e, const char *ws, struct fb_check *c);
-void doctor_overlay(const struct fb_doc_env *e, const char *ws, struct fb_check *c);
+void doctor_overlay(const struct fb_doc_env *e, struct fb_check *c);
 void doctor_cgroup(const struct fb_doc_env *e, struct fb_check *c);
 void doctor_landlock(const struct fb_doc_env *e, struct fb_check *c, int *abi);
 

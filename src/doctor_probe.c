@@ -290,14 +290,18 @@ static void p_userns(void *arg, struct pres *r)
     r->ok = 1;
 }
 
+/* A fresh directory to mount on, outside avoid (the workspace: a layer
+ * inside another is refused). */
 static char *scratch_dir(void)
 {
-    char *d = fb_xstrdup("/tmp/fluebox-doctor.XXXXXX");
-    if (!mkdtemp(d)) {
+    static const char *const bases[] = {"/tmp", "/var/tmp", "/dev/shm"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(bases); i++) {
+        char *d = fb_xasprintf("%s/fluebox-doctor.XXXXXX", bases[i]);
+        if (mkdtemp(d))
+            return d;
         free(d);
-        return NULL;
     }
-    return d;
+    return NULL;
 }
 
 static void scratch_done(char *d)
@@ -306,7 +310,8 @@ static void scratch_done(char *d)
         return;
     /* The child's mounts went with its mount namespace: only empty
      * directories the probe made are left. */
-    static const char *const subs[] = {"merged/x", "upper", "work/work", "work", "merged", "old"};
+    static const char *const subs[] = {"merged/x", "upper", "work/work", "work", "merged", "old",
+                                       "lower"};
     for (size_t i = 0; i < FB_ARRAY_LEN(subs); i++) {
         char p[128];
         snprintf(p, sizeof p, "%s/%s", d, subs[i]);
@@ -588,16 +593,19 @@ static void p_overlay(void *arg, struct pres *r)
     struct ns_arg *a = arg;
     if (enter_userns(a->e, r) < 0 || enter_mountns(a->dir, r) < 0)
         return;
+    /* The layers side by side on a tmpfs, as --cow stages them (the
+     * lower one is the workspace there; whether its filesystem can be a
+     * lower layer is the kernel's to say when --cow runs). */
     if (chdir(a->dir) < 0 || mkdir("upper", 0755) < 0 || mkdir("work", 0755) < 0 ||
-        mkdir("merged", 0755) < 0) {
+        mkdir("merged", 0755) < 0 || mkdir("lower", 0755) < 0) {
         fail_at(r, "preparing the layers");
         return;
     }
-    char opts[PATH_MAX + 128];
-    snprintf(opts, sizeof opts, "lowerdir=%s,upperdir=%s/upper,workdir=%s/work,userxattr",
-             a->ws, a->dir, a->dir);
+    char opts[PATH_MAX * 2 + 128];
+    snprintf(opts, sizeof opts, "lowerdir=%s/lower,upperdir=%s/upper,workdir=%s/work,userxattr",
+             a->dir, a->dir, a->dir);
     if (mount("overlay", "merged", "overlay", 0, opts) < 0) {
-        fail_at(r, "mounting an overlay on the workspace with a tmpfs upper layer");
+        fail_at(r, "mounting an overlay with a tmpfs upper layer (userxattr)");
         return;
     }
     /* Writing through it is what --cow does. */
@@ -608,19 +616,19 @@ static void p_overlay(void *arg, struct pres *r)
     r->ok = 1;
 }
 
-void doctor_overlay(const struct fb_doc_env *e, const char *ws, struct fb_check *c)
+void doctor_overlay(const struct fb_doc_env *e, struct fb_check *c)
 {
     c->id = "overlay";
     c->layer = "overlayfs in a user namespace (--cow)";
     char *dir = scratch_dir();
-    struct ns_arg a = {.e = e, .dir = dir, .ws = ws};
+    struct ns_arg a = {.e = e, .dir = dir};
     struct pres r;
     if (dir)
         in_child(p_overlay, &a, &r);
     else
         fail_at(&r, "a scratch directory in /tmp");
     scratch_done(dir);
-    set_status(c, &r, "mounted one over the workspace and wrote through it");
+    set_status(c, &r, "mounted one with a tmpfs upper layer and wrote through it");
 }
 
 /* ---- cgroups ---- */

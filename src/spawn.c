@@ -229,6 +229,12 @@ static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
     if (sandbox_clone_guard)
         sandbox_clone_guard(true);
     int pid = (int)syscall(SYS_clone3, &args, sizeof args);
+    /* A container runtime's seccomp profile answers clone3 with ENOSYS
+     * (so that libc falls back to clone, whose flags it can see): so do
+     * we, without CLONE_INTO_CGROUP (the caller attaches afterwards). */
+    if (pid < 0 && errno == ENOSYS && cgfd < 0)
+        pid = (int)syscall(SYS_clone, flags | CLONE_PIDFD | ((flags & CLONE_PARENT) ? 0 : SIGCHLD),
+                           NULL, pidfd, NULL, 0);
     if (pid != 0 && sandbox_clone_guard) {
         int e = errno;
         sandbox_clone_guard(false);
