@@ -582,7 +582,7 @@ void doctor_idmap(const struct fb_doc_env *e, const char *ws, struct fb_check *c
     if (!r.ok) {
         char d[sizeof c->detail];
         snprintf(d, sizeof d, "%s", c->detail);
-        snprintf(c->detail, sizeof c->detail, "%.300s (%s): %.300s", ws, fs, d);
+        snprintf(c->detail, sizeof c->detail, "%.200s (%.60s): %.360s", ws, fs, d);
     }
 }
 
