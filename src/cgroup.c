@@ -935,6 +935,11 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
     for (size_t i = 0; i < FB_ARRAY_LEN(cg->dirs); i++)
         cg->dirs[i].fd = cg->dirs[i].tasks_fd = -1;
     cg->limits = p->limits;
+    /* RLIMIT_NPROC counts every process of the uid in its user namespace:
+     * under --isolation landlock (no user namespace of its own) the
+     * caller's other processes too, so it would limit the user, not the
+     * sandbox. pids is then simply not applied. */
+    cg->fallback_ok = fallback_ok & (p->isolation == FB_ISO_LANDLOCK ? ~BIT(C_PIDS) : ~0u);
     cg->wanted = cg_wanted_of(&p->limits);
     cg->seq = ++seq;
 
@@ -1018,7 +1023,7 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
         }
     }
     unsigned missing = cg->wanted & ~cg->applied;
-    cg->fallback = missing & fallback_ok;
+    cg->fallback = missing & cg->fallback_ok;
     cg->need_prlimit = cg->fallback != 0;
     cg_finish_strings(cg);
     if (missing && p->limits.require) {
@@ -1086,7 +1091,7 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
                            "--require-limits: cannot apply the %s limit: %s (see fluebox doctor)",
                            cg->not_applied_s, cg->reason);
         }
-        cg->fallback |= d->ctrls & fallback_ok;
+        cg->fallback |= d->ctrls & cg->fallback_ok;
         cg_finish_strings(cg);
         char key[96];
         snprintf(key, sizeof key, "cgroup join %s", cg->not_applied_s);

@@ -46,6 +46,7 @@ struct fb_cgroup {
     unsigned wanted;         /* controllers with a limit */
     unsigned applied;        /* enforced by a cgroup */
     unsigned fallback;       /* enforced per process by an rlimit instead */
+    unsigned fallback_ok;    /* which limits may fall back to an rlimit */
     bool need_prlimit;
     char applied_s[32], not_applied_s[32], fallback_s[64];
     char reason[400];        /* why something was not applied ("" if all was) */

@@ -688,7 +688,9 @@ size_t landlock_lost(const struct fb_policy *p, int abi, const char **out, size_
     v[n++] = "no IPC namespace: System V IPC and POSIX message queues are refused, /dev/shm "
              "is out of reach";
     v[n++] = "no UTS namespace: the host's hostname";
-    v[n++] = "--disk is not enforced (no tmpfs): only RLIMIT_FSIZE bounds a file";
+    v[n++] = "--disk is not enforced (no tmpfs): only RLIMIT_FSIZE bounds a file; without "
+             "a pids cgroup --pids is not enforced either (RLIMIT_NPROC would count the uid's "
+             "other processes)";
     if (abi < 6)
         v[n++] = "Landlock ABI below 6: the command can signal other processes of the same uid";
     size_t k = 0;

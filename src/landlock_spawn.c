@@ -142,13 +142,11 @@ int landlock_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandb
     struct fb_sc_job scj;
     if (seccomp_job_start(p, seccomp_mode(p, true), &scj, err) < 0)
         goto fail;
-    if (p->limits.mem > 0 || p->limits.pids > 0 || p->limits.cpus > 0) {
-        if (cgroup_create(p, &sb->cg, err) < 0)
-            goto fail_job;
-        const char *missing = cgroup_not_applied(sb->cg);
-        if (missing && strstr(missing, "pids"))
-            sb->nproc_fallback = true;
-    }
+    /* Without a pids cgroup, --pids is not applied: RLIMIT_NPROC would
+     * count the uid's other processes too (cgroup.c). */
+    if ((p->limits.mem > 0 || p->limits.pids > 0 || p->limits.cpus > 0) &&
+        cgroup_create(p, &sb->cg, err) < 0)
+        goto fail_job;
     /* Whatever the command leaves running is reparented here, so that
      * landlock_release() finds it: there is no pid namespace to end. */
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {

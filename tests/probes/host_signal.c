@@ -14,10 +14,7 @@ static void probe_attempt(struct probe_res *r)
     }
     pid_t pid = (pid_t)hp;
     /* If /proc shows this pid and it is not the helper, it is one of ours. */
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    bool local = access(path, F_OK) == 0 && !is_host_helper(pid);
-    if (local) {
+    if (is_own_process(pid)) {
         res_note(r, "pid %d is a sandbox process, not the helper", (int)pid);
         return;
     }

@@ -13,9 +13,7 @@ static void probe_attempt(struct probe_res *r)
         return;
     }
     pid_t pid = (pid_t)hp;
-    char path[64];
-    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-    if (access(path, F_OK) == 0 && !is_host_helper(pid)) {
+    if (is_own_process(pid)) {
         res_note(r, "pid %d is a sandbox process, not the helper", (int)pid);
         return;
     }

@@ -316,4 +316,20 @@ static inline bool is_host_helper(pid_t pid)
     return cmdline_has(pid, sleeper_tag());
 }
 
+/* Is pid known to be a process of the sandbox's own (its /proc entry there
+ * and readable, without the helper's tag)? An entry the sandbox may not
+ * read (--isolation landlock hides other processes' /proc) proves nothing:
+ * the pid may be the helper's, so the attack is tried. */
+static inline bool is_own_process(pid_t pid)
+{
+    char path[64], buf[64];
+    snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+    if (access(path, F_OK) != 0)
+        return false;
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+    if (read_small(path, buf, sizeof(buf)) < 0)
+        return false;
+    return !is_host_helper(pid);
+}
+
 #endif

@@ -5,7 +5,9 @@
 #
 # Modes (columns): none (no sandbox), strict, standard, trusted (each profile
 # as it comes), trusted+hostnet (trusted with --net host, which that profile
-# permits), as root oci (the probe as a container under `fluebox oci`, with
+# permits), landlock (strict under --isolation landlock, the fallback where
+# no namespace can be made: the probe at its host path, the binds at theirs;
+# on kernels with Landlock ABI 4 or newer), as root oci (the probe as a container under `fluebox oci`, with
 # the spec containerd gives a container by default: tests/probes/oci-bundle.py),
 # and with --bwrap an informational bubblewrap column.
 #
@@ -39,7 +41,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 FLUEBOX=${FLUEBOX:-${FB:-$ROOT/fluebox}}
 BUILD=$HERE/build
-PROFILES="strict standard trusted trusted+hostnet"
+PROFILES="strict standard trusted trusted+hostnet landlock"
 ONLY=""
 WITH_BWRAP=0
 WITH_OCI=1
@@ -82,6 +84,11 @@ declare -A ALLOWED=(
     [setuid_workspace:oci]="set-id modes stay refused; CAP_SETFCAP (the runtimes' default) writes only a namespaced file capability on the (not idmapped) workspace: its root id is the container's own host id, which host root's processes ignore, and every mount of a container is nosuid"
     [af_packet:oci]="the spec grants CAP_NET_RAW (the runtimes' default): a raw IP socket in the container's own network namespace, which has only loopback (AF_PACKET stays refused)"
     [abstract_unix:trusted+hostnet]="--net host shares the host network namespace (abstract sockets belong to it)"
+    # --isolation landlock has no user namespace: an ordinary user's process
+    # holds no capability but cannot empty its bounding set (that needs
+    # CAP_SETPCAP); no_new_privs, which is set, makes execve grant nothing
+    # from it. As root the set is emptied before the switch to --host-id.
+    [caps_left:landlock]="an ordinary user cannot empty the bounding set without a user namespace; no_new_privs makes it grant nothing"
     [dns_external:trusted+hostnet]="--net host shares the host network namespace (host resolver reachable)"
 )
 
@@ -170,6 +177,11 @@ fi
 if [ -n "$PROFILES" ] && [ ! -x "$FLUEBOX" ]; then
     die "no fluebox binary at $FLUEBOX (build it first, or --fluebox PATH)"
 fi
+# The landlock column needs Landlock ABI 4 (Linux 6.7).
+if [[ " $PROFILES " == *" landlock "* ]] && [ -n "$PROFILES" ] &&
+    ! "$FLUEBOX" run -q --isolation landlock -- /bin/true >/dev/null 2>&1; then
+    PROFILES=$(printf '%s\n' $PROFILES | grep -vx landlock | tr '\n' ' ')
+fi
 MODES="none $PROFILES"
 # The oci column needs root (fluebox oci runs as root, as runc does).
 # shellcheck source=../oci/kernel.sh
@@ -234,6 +246,15 @@ fi
 NO_MEMCG=""
 if [ -n "$PROFILES" ] && ! "$FLUEBOX" run -q --mem "$MEM" --require-limits -- true >/dev/null 2>&1; then
     NO_MEMCG=1
+fi
+
+# Under --isolation landlock, --pids has no stand-in without a pids cgroup
+# (RLIMIT_NPROC would count the user's other processes): a documented
+# guarantee that mode does not hold (its report lists it).
+NO_PIDSCG_LL=""
+if [[ " $PROFILES " == *" landlock "* ]] &&
+    ! "$FLUEBOX" run -q --isolation landlock --pids "$PIDS" --require-limits -- /bin/true >/dev/null 2>&1; then
+    NO_PIDSCG_LL=1
 fi
 
 MARKER=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
@@ -365,6 +386,22 @@ sandbox_cmd() {
     local profile=${mode%%+*} extra=()
     case "$mode" in
     *+hostnet) extra=(--net host) ;;
+    landlock)
+        # No mount namespace: the probe and the binds at their host paths.
+        # As root the command runs as an id of its own range, never root:
+        # the (root-owned) workspace is made writable for it.
+        [ "$IS_ROOT" = 1 ] && chmod 0777 "$ws"
+        # shellcheck disable=SC2016 # expanded by that sh, not here
+        SBX=(sh -c 'echo $$ >>"$0"; exec "$@"' "$FBPIDS"
+            "$FLUEBOX" run --profile strict --isolation landlock --mem "$MEM" --pids "$PIDS"
+            --disk "$DISK" --timeout "$SANDBOX_TIMEOUT" --workspace "$ws"
+            --ro-bind "$TMP/bin" --ro-bind "$TMP/bindsrc"
+            -- "$TMP/bin/$p" "$@")
+        for a in "${!SBX[@]}"; do
+            [ "${SBX[$a]}" = data=/data ] && SBX[$a]=data=$TMP/bindsrc
+        done
+        return
+        ;;
     esac
     # shellcheck disable=SC2016 # expanded by that sh, not here
     SBX=(sh -c 'echo $$ >>"$0"; exec "$@"' "$FBPIDS"
@@ -418,6 +455,11 @@ dos_cmd() {
                 "$ME" >"$out.v"
             return 1
         fi
+        if [ "$IS_ROOT" != 1 ] && [ "$mode" = landlock ]; then
+            printf 'SHARED\t0\trootless --isolation landlock has no user namespace: the sandbox runs as %s, whose per-uid counters and limits it shares (not run)\n' \
+                "$ME" >"$out.v"
+            return 1
+        fi
         sandbox_cmd "$mode" "$ws" "$p" role=hold "${CTX[@]}"
         local attacker=("${SBX[@]}")
         sandbox_cmd "$mode" "$ws" "$p" role=victim "${CTX[@]}"
@@ -448,6 +490,7 @@ run_one() {
         none) cmd+=("$TMP/bin/helper/fbhost" session-files none none) ;;
         bwrap) printf 'SKIP\t0\tno session server in bubblewrap\n' >"$out.v"; return ;;
         oci) printf 'NA\t0\tsessions are fluebox serve'"'"'s, not a container'"'"'s\n' >"$out.v"; return ;;
+        landlock) printf 'NA\t0\tsessions need namespaces; --isolation landlock runs one command\n' >"$out.v"; return ;;
         *)
             if [ -z "$SERVE_PID" ]; then
                 printf 'SKIP\t0\tfluebox serve is not available\n' >"$out.v"
@@ -575,6 +618,9 @@ for p in "${PROBES[@]}"; do
             elif [ "$v" = SHARED ]; then
                 cell=shared-uid
                 pass "$p under $m: not run: $detail (README, threat model)"
+            elif [ "$v" = ESCAPED ] && [ "$p" = fork_bomb ] && [ "$m" = landlock ] && [ -n "$NO_PIDSCG_LL" ]; then
+                cell=no-cgroup
+                pass "$p under $m: not bounded: $ME has no pids cgroup here and --isolation landlock has no per-user stand-in (its report says so; --require-limits refuses)"
             elif [ "$v" = ESCAPED ] && [ "$p" = mem_bomb ] && [ -n "$NO_MEMCG" ]; then
                 cell=no-cgroup
                 pass "$p under $m: not bounded: $ME has no cgroup delegation here (fluebox warns; --require-limits refuses)"
@@ -648,6 +694,7 @@ say "(reasons below); ESCAPED!/ERROR!/SKIP!: failures. 'none' is the same probe"
 say "with no sandbox: escaped there shows the probe can see its escape."
 [ -n "$NO_MEMCG" ] && say "no-cgroup: $ME cannot create cgroups here, so --mem is a per-process RLIMIT_DATA only (rootless limit; see the README)"
 [ "$IS_ROOT" != 1 ] && say "shared-uid: rootless sandboxes run as $ME, so counters the kernel keeps per host uid (pipe pages, fds in flight, epoll watches) are shared with $ME's processes (rootless limit; see the README); not run"
+[ -n "$NO_PIDSCG_LL" ] && say "no-cgroup (fork_bomb, landlock): without a pids cgroup --isolation landlock does not bound processes (see the README)"
 say "no sandbox: $escapes_none of ${#PROBES[@]} probes escaped (need $need)"
 shown=""
 for k in "${!ALLOWED[@]}"; do

@@ -2,11 +2,25 @@
  * /proc/self/status.) Every other syscall probe assumes one. */
 #include "probe.h"
 
+#include <sys/prctl.h>
+
 static void probe_attempt(struct probe_res *r)
 {
     FILE *f = fopen("/proc/self/status", "re");
     if (!f) {
-        res_error(r, "/proc/self/status: %s", ename(errno));
+        /* Without /proc/self (--isolation landlock hides it): the kernel's
+         * own answer. A filter may refuse the question itself, which only
+         * a filter can do. */
+        int m = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+        if (m == 2)
+            res_note(r, "/proc/self/status unreadable; PR_GET_SECCOMP: filter mode");
+        else if (m < 0 && (errno == EPERM || errno == EACCES))
+            res_note(r, "/proc/self/status unreadable; PR_GET_SECCOMP refused by a filter");
+        else if (m == 0)
+            res_escape(r, "no seccomp filter (PR_GET_SECCOMP)");
+        else
+            res_error(r, "/proc/self/status: %s; PR_GET_SECCOMP: %d %s", ename(errno), m,
+                      m < 0 ? ename(errno) : "");
         return;
     }
     char line[256];

@@ -31,13 +31,11 @@ static void probe_attempt(struct probe_res *r)
     int opened = 0;
     long hp = parg_long("hostpid", 0);
     if (hp > 1) {
-        char path[64];
-        snprintf(path, sizeof(path), "/proc/%ld", hp);
-        if (access(path, F_OK) != 0 || is_host_helper((pid_t)hp))
+        if (!is_own_process((pid_t)hp))
             try_path(r, "hostpid", (pid_t)hp, &opened);
         int pfd = (int)syscall(SYS_pidfd_open, (pid_t)hp, 0);
         if (pfd >= 0) {
-            if (is_host_helper((pid_t)hp) || access(path, F_OK) != 0) {
+            if (!is_own_process((pid_t)hp)) {
                 if (setns(pfd, CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC) == 0)
                     res_escape(r, "setns(pidfd of host pid, net|uts|ipc)");
                 else
