@@ -115,7 +115,8 @@ case "$RC:$OUT" in 0:*fluebox-landlock.*/workspace*) ok "without --workspace: a 
 d=$(printf '%s\n' "$OUT" | head -n 1)
 [ -n "$d" ] && [ ! -e "$d" ] && ok "the scratch directory is removed at the end" || fail "scratch removed" "$d still there"
 if as_root; then
-  [ "$(printf '%s\n' "$OUT" | tail -n 1)" = 100000 ] && ok "as root without a workspace: uid 100000 (--host-id)" || fail "host id" "$OUT"
+  u=$(printf '%s\n' "$OUT" | tail -n 1)
+  [ "$u" -ge 65536 ] 2>/dev/null && ok "as root without a workspace: an unprivileged id of its own range ($u)" || fail "host id" "$OUT"
 fi
 
 # ---- the allowlist, only through the CONNECT proxy ----
@@ -153,6 +154,9 @@ expect_err "a bad profile isolation" 1 'isolation: expected "namespaces" or "lan
 if /usr/bin/python3 "$ROOT/tests/nouserns.py" true 2>/dev/null; then
   run_as /usr/bin/python3 "$ROOT/tests/nouserns.py" "$FB" run -- true
   case "$RC:$ERR" in 125:*"user namespaces are disabled"*"fluebox doctor"*"--isolation landlock"*) ok "no user namespaces: fluebox refuses and names fluebox doctor" ;;
+    # Root of a namespace an ordinary user made trips over the host id
+    # allocator's lock directory first (idrange.c): refused all the same.
+    125:*"host id ranges"*) as_root && fail "no userns refusal" "rc $RC: $ERR" || ok "no user namespaces: fluebox refuses (the id allocator says why)" ;;
     *) fail "no userns refusal" "rc $RC: $ERR" ;; esac
   run_as /usr/bin/python3 "$ROOT/tests/nouserns.py" "$FB" run "${LL[@]}" --workspace "$WS" --ro-bind "$T/probe.py" -- \
     "$PY" "$T/probe.py" "$T/secret" "$T/outside" "$PORT"
