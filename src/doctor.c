@@ -11,6 +11,7 @@
 #include "options.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <limits.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -172,6 +173,14 @@ static void explain(const struct fb_doc_env *e, struct fb_check *c, int abi)
                  e->in_container ? container_fix
                                  : "pivot_root fails when / is the initramfs (rootfs): boot "
                                    "with a real root filesystem");
+    } else if (!strcmp(id, "root_mounts")) {
+        snprintf(c->cost, sizeof c->cost,
+                 "fluebox run as root cannot prepare the sandbox's binds and refuses (an ordinary "
+                 "user's fluebox prepares them inside its own user namespace instead)");
+        snprintf(c->fix, sizeof c->fix,
+                 "root here lacks CAP_SYS_ADMIN (a container's default): run fluebox as an "
+                 "ordinary user inside (Docker: --user 1000), or grant the capability (Docker: "
+                 "--cap-add SYS_ADMIN)");
     } else if (!strcmp(id, "seccomp")) {
         snprintf(c->cost, sizeof c->cost,
                  "no system-call filter: fluebox refuses to run anything, in either isolation");
@@ -411,7 +420,7 @@ int cmd_doctor(int argc, char **argv)
 
     struct fb_doc_env e;
     doctor_env(&e);
-    struct fb_check c[14];
+    struct fb_check c[16];
     memset(c, 0, sizeof c);
     size_t n = 0;
     container_check(&e, &c[n++]);
@@ -425,6 +434,11 @@ int cmd_doctor(int argc, char **argv)
     doctor_procfs(&e, &c[n++]);
     size_t i_pivot = n;
     doctor_pivot_root(&e, &c[n++]);
+    size_t i_rm = SIZE_MAX;
+    if (e.root && e.init_userns) {
+        i_rm = n;
+        doctor_root_mounts(&e, &c[n++]);
+    }
     size_t i_sc = n;
     doctor_seccomp(&e, false, &c[n++]);
     doctor_seccomp(&e, true, &c[n++]);
@@ -447,7 +461,8 @@ int cmd_doctor(int argc, char **argv)
 
     bool full = c[i_userns].status == FB_CHK_OK && c[i_ns].status == FB_CHK_OK &&
                 c[i_proc].status == FB_CHK_OK && c[i_pivot].status == FB_CHK_OK &&
-                c[i_sc].status == FB_CHK_OK;
+                c[i_sc].status == FB_CHK_OK &&
+                (i_rm == SIZE_MAX || c[i_rm].status == FB_CHK_OK);
     bool ll = abi >= FB_LANDLOCK_MIN_ABI && c[i_sc].status == FB_CHK_OK &&
               c[i_ll].status != FB_CHK_MISSING;
     char verdict[1024];
@@ -466,7 +481,8 @@ int cmd_doctor(int argc, char **argv)
                                    : c[i_ns].status != FB_CHK_OK    ? &c[i_ns]
                                    : c[i_proc].status != FB_CHK_OK  ? &c[i_proc]
                                    : c[i_pivot].status != FB_CHK_OK ? &c[i_pivot]
-                                                                    : &c[i_sc];
+                                   : c[i_sc].status != FB_CHK_OK    ? &c[i_sc]
+                                                                    : &c[i_rm];
         if (ll) {
             vid = "landlock";
             snprintf(verdict, sizeof verdict,

@@ -514,6 +514,31 @@ void doctor_seccomp(const struct fb_doc_env *e, bool notify, struct fb_check *c)
     set_status(c, &r, ok);
 }
 
+/* ---- root's own part: preparing the sandbox's mounts ---- */
+
+static void p_root_mounts(void *arg, struct pres *r)
+{
+    (void)arg;
+    int fd = (int)syscall(SYS_open_tree, AT_FDCWD, "/usr",
+                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (fd < 0) {
+        fail_at(r, "cloning /usr as a detached mount (open_tree, CAP_SYS_ADMIN)");
+        return;
+    }
+    close(fd);
+    r->ok = 1;
+}
+
+void doctor_root_mounts(const struct fb_doc_env *e, struct fb_check *c)
+{
+    c->id = "root_mounts";
+    c->layer = "root prepares the sandbox's mounts";
+    struct pres r;
+    in_child(p_root_mounts, NULL, &r);
+    set_status(c, &r, "cloned one (as fluebox run as root does for every bind)");
+    (void)e;
+}
+
 /* ---- idmapped mounts, per filesystem ---- */
 
 static const char *fs_name(long type)

@@ -262,6 +262,14 @@ static const char *layer_hint(const char *text)
     return "";
 }
 
+static void add_layer_hint(struct fb_err *err)
+{
+    const char *h = layer_hint(err->msg);
+    size_t l = strlen(err->msg);
+    if (*h && l + strlen(h) < sizeof err->msg)
+        memcpy(err->msg + l, h, strlen(h) + 1);
+}
+
 static const char *userns_hint(int e)
 {
     static char buf[256];
@@ -604,11 +612,13 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     }
 
 fail_child:
+    add_layer_hint(err);
     seccomp_job_cancel(&scj);
     sandbox_kill(sb);
     sandbox_release(sb);
     return -1;
 fail:
+    add_layer_hint(err);
     seccomp_job_cancel(&scj);
     mount_layout_free(layout);
     premounts_free(p, &pre);
