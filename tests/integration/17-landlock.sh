@@ -40,30 +40,7 @@ echo "FLUEBOX-SECRET-$$" > "$T/secret"
 [ "$FB_AS" != root ] && chown "$FB_AS" "$T/secret"
 chmod 644 "$T/secret" # readable by every uid: only Landlock stands in the way
 mkdir -p "$T/outside"; chmod 777 "$T/outside"
-cat > "$T/probe.py" <<'EOF'
-import os, socket, sys
-secret, outside, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def attempt(name, fn):
-    try:
-        fn(); print(name, "ALLOWED")
-    except OSError as e:
-        print(name, "denied", e.errno)
-attempt("read-secret", lambda: open(secret).read())
-attempt("write-outside", lambda: open(os.path.join(outside, "x"), "w").write("x"))
-attempt("write-tmp", lambda: open("/tmp/fluebox-ll-%d" % os.getpid(), "w").write("x"))
-attempt("write-workspace", lambda: open("out.txt", "w").write("made inside"))
-attempt("write-tmpdir", lambda: open(os.path.join(os.environ["TMPDIR"], "t"), "w").write("x"))
-attempt("proc-pid1", lambda: open("/proc/1/cmdline").read())
-attempt("list-etc", lambda: os.listdir("/etc"))
-attempt("usr", lambda: open("/usr/lib/os-release").read())
-def connect():
-    s = socket.socket(); s.settimeout(5); s.connect(("127.0.0.1", port))
-attempt("tcp-loopback", connect)
-attempt("unix-socket", lambda: socket.socket(socket.AF_UNIX))
-attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
-attempt("socketpair", lambda: socket.socketpair())
-print("home", os.environ.get("HOME"), "cwd", os.getcwd(), "uid", os.getuid())
-EOF
+cp "$ROOT/tests/fixtures/confine.py" "$T/probe.py"
 chmod 644 "$T/probe.py"
 
 # A loopback server on the host the command must not reach.

@@ -32,6 +32,9 @@
 #   --verbose  prints every verdict line, not only those of failures.
 #   --markdown FILE  also writes the table as markdown (for the README), with
 #              the machine, the user and the verdict details of escapes.
+#   --none-informational  the no-sandbox column is shown, not judged: for a
+#              run inside a container whose own profile stops some attacks
+#              (tests/suites/containers.sh).
 #   --tap      also prints "ok - ..." / "not ok - ..." for every check, the
 #              format tests/run.sh (make check) counts. Implied when the
 #              environment names the binary as FB=PATH, as tests/run.sh does.
@@ -53,6 +56,7 @@ VERBOSE=0
 MD_OUT=""
 MD_APPEND=0
 TAP=0
+NONE_INFO=0
 IS_SUB=0
 [ -n "${FB:-}" ] && TAP=1
 
@@ -143,6 +147,7 @@ while [ $# -gt 0 ]; do
     --md-append) MD_APPEND=1 ;;
     --verbose) VERBOSE=1 ;;
     --tap) TAP=1 ;;
+    --none-informational) NONE_INFO=1 ;;
     --sub) RUN_USER=0; BUILD_FIRST=0; IS_SUB=1 ;;
     -h | --help) sed -n '2,/^set -u/p' "$0" | sed 's/^# \{0,1\}//; /^set -u/d'; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -640,9 +645,11 @@ for p in "${PROBES[@]}"; do
     MD_ROWS+=("$md_row")
 done
 
-# No sandbox: the probes must be able to see an escape.
+# No sandbox: the probes must be able to see an escape (unless that column
+# is informational: inside a container, its own profile stops some).
 must=$MUST_ESCAPE_ANY
 [ "$IS_ROOT" = 1 ] && must="$must $MUST_ESCAPE_ROOT"
+[ "$NONE_INFO" = 1 ] && must=""
 for p in $must; do
     [ -n "${CELL[$p:none]:-}" ] || continue
     if [ "${CELL[$p:none]}" = ESCAPED ]; then
@@ -655,7 +662,9 @@ done
 min_pct=$MIN_ESCAPE_PCT_USER
 [ "$IS_ROOT" = 1 ] && min_pct=$MIN_ESCAPE_PCT_ROOT
 need=$(((${#PROBES[@]} * min_pct + 99) / 100))
-if [ "$escapes_none" -ge "$need" ]; then
+if [ "$NONE_INFO" = 1 ]; then
+    :
+elif [ "$escapes_none" -ge "$need" ]; then
     pass "$escapes_none of ${#PROBES[@]} probes escaped with no sandbox (need $need)"
 else
     fail "only $escapes_none of ${#PROBES[@]} probes escaped with no sandbox (need $need, $min_pct%)"

@@ -33,15 +33,14 @@ if [ "$(id -u)" != 0 ]; then
 fi
 # shellcheck source=../oci/kernel.sh
 . "$ROOT/tests/oci/kernel.sh"
+# shellcheck source=../oci/containerd.sh
+. "$ROOT/tests/oci/containerd.sh"
 if ! oci_kernel_ok; then
     skip "containerd scenarios" "$OCI_KERNEL_WHY"
     echo "# end of suite"
     exit 0
 fi
-missing=""
-for t in containerd ctr runc containerd-shim-runc-v2 busybox script unshare python3; do
-    command -v "$t" >/dev/null || missing="$missing $t"
-done
+missing=$(ctd_missing containerd ctr runc containerd-shim-runc-v2 busybox script unshare python3)
 if [ -n "$missing" ]; then
     skip "containerd scenarios" "missing:$missing"
     echo "# end of suite"
@@ -56,8 +55,7 @@ if [ "${1:-}" != --inner ]; then
     cp "$FB" "$T/bin/fluebox" && ln -s fluebox "$T/bin/fluebox-oci"
     # Everything in one pid namespace whose init is this script: when it
     # ends, the kernel kills what is left (shims, containers, supervisors).
-    unshare --mount --pid --fork --mount-proc --propagation private \
-        env T="$T" FB="$T/bin/fluebox" ROOT="$ROOT" bash "$0" --inner
+    T="$T" FB="$T/bin/fluebox" ROOT="$ROOT" ctd_private "$0" --inner
     rc=$?
     # Cgroups the scenarios made live under /fboci-<scratch>/ in every
     # hierarchy; after the suite only empty ones may be left (removed here).
@@ -75,26 +73,12 @@ if [ "${1:-}" != --inner ]; then
 fi
 
 # ---- inside: private mounts, pid namespace ----
-mount -t tmpfs -o mode=0755 tmpfs /run
 CG=/fboci-${T##*.}
-mkdir -p "$T/ctd"
-cat >"$T/ctd/config.toml" <<EOF
-version = 2
-root = "$T/ctd/root"
-state = "$T/ctd/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = "$T/ctd/c.sock"
-[ttrpc]
-  address = "$T/ctd/c.sock.ttrpc"
-EOF
-containerd --config "$T/ctd/config.toml" >"$T/ctd/log" 2>&1 &
-for _ in $(seq 300); do [ -S "$T/ctd/c.sock" ] && break; sleep 0.1; done
-if [ ! -S "$T/ctd/c.sock" ]; then
-    fail "containerd starts" "$(tail -n 5 "$T/ctd/log")"
+if ! ctd_start "$T/ctd"; then
+    fail "containerd starts" "$CTD_WHY"
     exit 1
 fi
-C=(ctr -a "$T/ctd/c.sock")
+C=("${CTD[@]}")
 IMG=docker.io/library/fbbusybox:1
 if python3 "$ROOT/tests/oci/mkimage.py" "$T/img.tar" "$IMG" && "${C[@]}" images import "$T/img.tar" >/dev/null; then
     ok "an OCI image built from busybox-static imports"
