@@ -106,9 +106,21 @@ check-kernels: fluebox
 	@sh scripts/deps.sh test
 	@FB_NO_ASAN=1 FB_ONLY='vm-*' FBVM_FULL=1 FB_SUITE_TIMEOUT=5400 bash tests/run.sh
 
+# Where AppArmor restricts unprivileged user namespaces (Ubuntu 23.10 and
+# later: kernel.apparmor_restrict_unprivileged_userns), a profile granting
+# the installed binary "userns", as Ubuntu ships for bubblewrap; loaded when
+# apparmor_parser is there. Elsewhere nothing is installed (an older
+# AppArmor would not parse the rule).
+APPARMOR_SYSCTL = /proc/sys/kernel/apparmor_restrict_unprivileged_userns
 install: fluebox
 	install -m 0755 fluebox $(DESTDIR)/usr/local/bin/fluebox
 	ln -sf fluebox $(DESTDIR)/usr/local/bin/fluebox-oci
+	@if [ -e $(APPARMOR_SYSCTL) ] && [ -d $(DESTDIR)/etc/apparmor.d ]; then \
+	  ./fluebox doctor --apparmor-profile /usr/local/bin/fluebox > $(DESTDIR)/etc/apparmor.d/fluebox && \
+	  echo "installed /etc/apparmor.d/fluebox (user namespaces for /usr/local/bin/fluebox)" && \
+	  if [ -z "$(DESTDIR)" ] && command -v apparmor_parser >/dev/null; then \
+	    apparmor_parser -r /etc/apparmor.d/fluebox || echo "apparmor_parser could not load it: see fluebox doctor"; fi; \
+	fi
 
 # The whole OCI conformance suite against runc and fluebox, with the table
 # for docs/oci.md (make check runs the tests it needs: tests/suites/oci-*).
