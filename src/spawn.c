@@ -346,7 +346,8 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
                                                      false, &e2);
             if (pre->workspace_fd < 0 && !p->quiet)
                 fb_warn("warning: %s; the workspace is mounted without an id mapping and the "
-                        "sandbox user can only write where \"other\" permissions allow",
+                        "sandbox user can only write where \"other\" permissions allow (see "
+                        "fluebox doctor)",
                         e2.msg);
         }
     }
@@ -372,8 +373,10 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
             fb_warn("warning: %s %s; bound without an id mapping: its files' owner shows as "
                     "nobody inside%s",
                     ro ? "--ro-bind" : "--bind", e2.msg,
-                    ro ? " (git refuses such a repository: \"dubious ownership\")"
-                       : ", and the sandbox user can write only where \"other\" may");
+                    ro ? " (git refuses such a repository: \"dubious ownership\"; see fluebox "
+                         "doctor)"
+                       : ", and the sandbox user can write only where \"other\" may (see "
+                         "fluebox doctor)");
     }
     idmap_cache_free(&cache);
     return 0;
