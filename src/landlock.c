@@ -620,6 +620,12 @@ static int build_filter(const struct fb_policy *p, const struct fb_ll *ll, scmp_
     }
     if (deny_families_but(ctx, "socketpair", AF_UNIX, 0) < 0)
         return -1;
+    /* A datagram socket may send to any unix socket by path (sendto with
+     * an address), which Landlock does not govern: stream and seqpacket
+     * pairs only. */
+    struct scmp_arg_cmp dgram = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM);
+    if (deny(ctx, "socketpair", 1, &dgram) < 0)
+        return -1;
     /* No server: its port would be the host's. */
     if (p->net != FB_NET_HOST && deny(ctx, "listen", 0, NULL) < 0)
         return -1;

@@ -75,6 +75,7 @@ has "tcp-loopback denied 1" "a loopback server on the host is unreachable (no in
 has "unix-socket denied 1" "no unix socket by path (an ssh-agent, docker.sock)"
 has "udp denied 1" "no UDP (no DNS around the proxy)"
 has "socketpair ALLOWED" "socketpair still works"
+has "socketpair-dgram denied 1" "no datagram socketpair (it could send to any unix socket by path)"
 has "home $WS cwd $WS" "HOME and the working directory are the workspace"
 if [ -f "$WS/out.txt" ] && [ "$(cat "$WS/out.txt")" = "made inside" ]; then ok "the workspace write reached the host"; else fail "workspace write" "missing"; fi
 [ -z "$(ls -A "$T/outside")" ] && ok "nothing appeared in the outside directory" || fail "outside directory" "$(ls -A "$T/outside")"
