@@ -72,8 +72,8 @@ T=$2 CG=$3 FB=$4 ROOT=$5
 ctd_start "$T/ctd" || { fail "containerd starts" "$CTD_WHY"; end 1; }
 
 R=$T/rootfs
-mkdir -p "$R"/{usr,proc,sys,dev,tmp,etc,run,fb,src,work,outside,root}
-chmod 1777 "$R/tmp"
+mkdir -p "$R"/{usr,proc,sys,dev,tmp,var/tmp,etc,run,fb,src,work,outside,root}
+chmod 1777 "$R/tmp" "$R/var/tmp"
 for l in bin lib lib64 sbin; do [ -L "/$l" ] && ln -s "$(readlink "/$l")" "$R/$l"; done
 printf 'root:x:0:0:root:/root:/bin/sh\nagent:x:1000:1000:agent:/work:/bin/sh\n' >"$R/etc/passwd"
 printf 'root:x:0:\nagent:x:1000:\n' >"$R/etc/group"
