@@ -1,6 +1,7 @@
 /* ctl.c — the supervisor <-> init message channel (see ctl.h). */
 #include "ctl.h"
 
+#include <poll.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,11 +29,21 @@ int ctl_sendmsg(int sock, const void *buf, size_t len, const int *fds, size_t nf
         memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
     }
     ssize_t n;
-    do
+    for (;;) {
         n = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
+        if (n >= 0)
+            break;
+        if (errno == EINTR)
+            continue;
+        /* The kernel had no memory for the message: a blocking send waits
+         * that out (a message that is not sent is a request or a reply
+         * lost for good); a non-blocking one leaves it to the caller. */
+        if ((errno == ENOBUFS || errno == ENOMEM) && !(flags & MSG_DONTWAIT)) {
+            poll(NULL, 0, 10);
+            continue;
+        }
         return -1;
+    }
     if ((size_t)n != len) {
         errno = EIO;
         return -1;

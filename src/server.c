@@ -39,18 +39,34 @@ void bury(struct srv *srv, enum grave_kind kind, void *p)
 
 /* ---- epoll helpers ---- */
 
-void w_set(struct srv *srv, struct watch *w, uint32_t ev)
+/* Every watch is level-triggered: a handler may stop before EAGAIN (to be
+ * fair to other fds) and is called again. w->ev is what the kernel has;
+ * a mismatch (the kernel dropped an fd, or still has one) is repaired
+ * rather than ignored, and a failure is reported: the caller then fails
+ * what the fd was for instead of waiting for an event that cannot come. */
+int w_set(struct srv *srv, struct watch *w, uint32_t ev)
 {
     if (w->fd < 0 || w->ev == ev)
-        return;
+        return 0;
     struct epoll_event e = {.events = ev, .data.ptr = w};
-    if (!w->ev)
-        epoll_ctl(srv->ep, EPOLL_CTL_ADD, w->fd, &e);
-    else if (!ev)
-        epoll_ctl(srv->ep, EPOLL_CTL_DEL, w->fd, NULL);
-    else
-        epoll_ctl(srv->ep, EPOLL_CTL_MOD, w->fd, &e);
+    int op = !w->ev ? EPOLL_CTL_ADD : !ev ? EPOLL_CTL_DEL : EPOLL_CTL_MOD;
+    int r = epoll_ctl(srv->ep, op, w->fd, op == EPOLL_CTL_DEL ? NULL : &e);
+    if (r < 0 && op == EPOLL_CTL_ADD && errno == EEXIST)
+        r = epoll_ctl(srv->ep, EPOLL_CTL_MOD, w->fd, &e);
+    else if (r < 0 && op == EPOLL_CTL_MOD && errno == ENOENT)
+        r = epoll_ctl(srv->ep, EPOLL_CTL_ADD, w->fd, &e);
+    else if (r < 0 && op == EPOLL_CTL_DEL && errno == ENOENT)
+        r = 0;
+    if (r < 0) {
+        int er = errno;
+        fb_warn("epoll: fd %d (watch kind %d): %s", w->fd, (int)w->kind, strerror(er));
+        if (op == EPOLL_CTL_DEL)
+            w->ev = 0;
+        errno = er;
+        return -1;
+    }
     w->ev = ev;
+    return 0;
 }
 
 void w_init(struct watch *w, enum wkind kind, int sub, void *ptr, int fd)
@@ -100,6 +116,8 @@ static int next_timeout_ms(struct srv *srv)
             if (t < best)
                 best = t;
         }
+        if (ss->send_retry_ns && ss->send_retry_ns < best)
+            best = ss->send_retry_ns;
         for (struct op *o = ss->ops; o; o = o->snext) {
             if (o->kind != OP_EXEC || o->dead)
                 continue;
@@ -128,6 +146,8 @@ static void run_timers(struct srv *srv)
         struct fb_session *s = ss->s;
         if (ss->dead || ss->in_pool || s->state == SESS_STARTING || ss->dying)
             continue;
+        if (ss->send_retry_ns && now >= ss->send_retry_ns)
+            outq_flush(ss);
         struct op *o = ss->ops;
         while (o) {
             struct op *nx = o->snext;

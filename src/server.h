@@ -92,6 +92,7 @@ struct sess {
     struct watch wctl, wpid, wegress;
     struct op *ops;  /* waiting on init, or on this session */
     struct outrec *qhead, *qtail;
+    uint64_t send_retry_ns; /* the kernel had no memory for a record: retry then */
     uint64_t next_tag;
     uint64_t total_execs;
     unsigned running_execs;
@@ -178,7 +179,8 @@ struct srv {
 };
 
 /* ---- server.c: epoll and the graveyard ---- */
-void w_set(struct srv *srv, struct watch *w, uint32_t ev);
+/* Watch w->fd for ev (0: not at all). 0, or -1 with errno (reported). */
+int w_set(struct srv *srv, struct watch *w, uint32_t ev);
 void w_init(struct watch *w, enum wkind kind, int sub, void *ptr, int fd);
 void w_close(struct srv *srv, struct watch *w);
 void bury(struct srv *srv, enum grave_kind kind, void *p);
@@ -234,6 +236,9 @@ int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t plen, in
               size_t nfds);
 void sess_destroy(struct sess *ss);
 void sess_gone(struct sess *ss);
+/* Something the server needs of the session failed (errno says what):
+ * kill it, fail what waits on it. */
+void sess_broken(struct sess *ss, const char *why);
 void sess_unwatch(struct sess *ss);
 void sess_free(struct sess *ss);
 void outq_flush(struct sess *ss);
@@ -248,7 +253,8 @@ int mkpipe(int fds[2], bool server_reads);
 
 /* ---- server_exec.c ---- */
 void exec_kill(struct op *o, int sig);
-void exec_pause(struct op *o, bool pause);
+/* Stop or go on reading the command's output. -1/errno when it cannot. */
+int exec_pause(struct op *o, bool pause);
 void exec_maybe_finish(struct op *o, bool force);
 void on_exec_pipe(struct op *o, int sub);
 /* A record from init about an exec ("started", "exit", "reply"). */

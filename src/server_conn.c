@@ -39,7 +39,8 @@ static void conn_update(struct conn *c, bool may_close)
         ev |= EPOLLIN;
     if (buf_pending(&c->out))
         ev |= EPOLLOUT;
-    w_set(c->srv, &c->w, ev);
+    if (w_set(c->srv, &c->w, ev) < 0)
+        conn_close(c); /* it could wait for ever: better it learns now */
 }
 
 static void conn_flush(struct conn *c)
@@ -201,9 +202,17 @@ static void conn_resume(struct conn *c)
 {
     if (c->dead)
         return;
-    for (struct op *o = c->ops; o; o = o->cnext)
-        if (o->kind == OP_EXEC && o->paused)
-            exec_pause(o, false);
+    struct op *nx;
+    for (struct op *o = c->ops; o; o = nx) {
+        nx = o->cnext;
+        if (o->kind == OP_EXEC && o->paused && exec_pause(o, false) < 0) {
+            /* Its output could never be read again: end it now. */
+            exec_kill(o, SIGKILL);
+            send_errf(c, o->id, "internal", "cannot watch the command's output: %s",
+                      strerror(errno));
+            op_finish(o);
+        }
+    }
 }
 
 /* An op of c finished: maybe more requests can be read now (the loop
@@ -337,6 +346,7 @@ void on_accept(struct srv *srv)
             srv->conns->prev = c;
         srv->conns = c;
         srv->nconns++;
-        w_set(srv, &c->w, EPOLLIN | EPOLLHUP);
+        if (w_set(srv, &c->w, EPOLLIN | EPOLLHUP) < 0)
+            conn_close(c);
     }
 }

@@ -45,14 +45,15 @@ static json_t *chunk_json(struct xstream *x, const char *data, size_t n, bool fi
     return s;
 }
 
-void exec_pause(struct op *o, bool pause)
+int exec_pause(struct op *o, bool pause)
 {
     if (o->paused == pause)
-        return;
+        return 0;
     o->paused = pause;
     for (int i = 0; i < 2; i++)
-        if (o->xs[i].w.fd >= 0)
-            w_set(o->srv, &o->xs[i].w, pause ? 0 : EPOLLIN);
+        if (o->xs[i].w.fd >= 0 && w_set(o->srv, &o->xs[i].w, pause ? 0 : EPOLLIN) < 0)
+            return -1;
+    return 0;
 }
 
 static const char *const stream_name[2] = {"stdout", "stderr"};
@@ -257,99 +258,91 @@ static struct op *exec_by_id(struct sess *ss, const char *xid)
     return NULL;
 }
 
-void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, struct sess *ss)
-{
-    struct srv *srv = c->srv;
-    struct proto_err e = {0};
+/* An exec request, checked. */
+struct xreq {
     json_t *argv, *env;
-    const char *command, *cwd, *stdin_s, *xid;
+    const char *command, *cwd, *xid;
+    int64_t timeout, maxout;
+    bool stream, b64;
+    struct fb_buf in; /* stdin, decoded */
+};
+
+static int exec_params(struct sess *ss, json_t *params, struct xreq *x, struct proto_err *e)
+{
+    struct srv *srv = ss->srv;
+    const char *stdin_s;
     size_t stdin_len;
     bool stdin_b64;
-    int64_t timeout, maxout;
-    if (pget_strarray(params, "argv", &argv, false, &e) < 0 ||
-        pget_str(params, "command", &command, NULL, false, 0, &e) < 0 ||
-        pget_str(params, "cwd", &cwd, NULL, false, 4095, &e) < 0 ||
-        pget_strmap(params, "env", &env, &e) < 0 ||
-        pget_bytes(params, "stdin", &stdin_s, &stdin_len, false, &e) < 0 ||
-        pget_encoding(params, "stdinEncoding", &stdin_b64, &e) < 0 ||
-        pget_int(params, "timeoutMs", &timeout, ss->s->exec_timeout_ms, 0, INT64_MAX / 2000000,
-                 &e) < 0 ||
-        pget_int(params, "maxOutputBytes", &maxout, srv->lim.max_output, 0, INT64_MAX, &e) < 0 ||
-        pget_str(params, "execId", &xid, NULL, false, 64, &e) < 0)
-        return send_error(c, id, &e);
-    bool stream, b64;
-    if (pget_bool(params, "stream", &stream, false, &e) < 0 ||
-        pget_encoding(params, "encoding", &b64, &e) < 0)
-        return send_error(c, id, &e);
-    if (!!argv == !!command) {
-        perr_param(&e, "argv", "give exactly one of argv and command");
-        return send_error(c, id, &e);
-    }
-    if (argv && !json_array_size(argv)) {
-        perr_param(&e, "argv", "argv must not be empty");
-        return send_error(c, id, &e);
-    }
-    if (argv && !json_string_length(json_array_get(argv, 0))) {
-        perr_param(&e, "argv", "argv[0] must not be empty");
-        return send_error(c, id, &e);
-    }
-    if (xid && !exec_id_ok(xid)) {
-        perr_param(&e, "execId", "execId must be 1 to 64 characters of [A-Za-z0-9._-]");
-        return send_error(c, id, &e);
-    }
-    if (xid && exec_by_id(ss, xid)) {
-        perr_param(&e, "execId", "execId %s is running already", xid);
-        return send_error(c, id, &e);
-    }
+    if (pget_strarray(params, "argv", &x->argv, false, e) < 0 ||
+        pget_str(params, "command", &x->command, NULL, false, 0, e) < 0 ||
+        pget_str(params, "cwd", &x->cwd, NULL, false, 4095, e) < 0 ||
+        pget_strmap(params, "env", &x->env, e) < 0 ||
+        pget_bytes(params, "stdin", &stdin_s, &stdin_len, false, e) < 0 ||
+        pget_encoding(params, "stdinEncoding", &stdin_b64, e) < 0 ||
+        pget_int(params, "timeoutMs", &x->timeout, ss->s->exec_timeout_ms, 0,
+                 INT64_MAX / 2000000, e) < 0 ||
+        pget_int(params, "maxOutputBytes", &x->maxout, srv->lim.max_output, 0, INT64_MAX, e) < 0 ||
+        pget_str(params, "execId", &x->xid, NULL, false, 64, e) < 0 ||
+        pget_bool(params, "stream", &x->stream, false, e) < 0 ||
+        pget_encoding(params, "encoding", &x->b64, e) < 0)
+        return -1;
+    if (!!x->argv == !!x->command)
+        return perr_param(e, "argv", "give exactly one of argv and command");
+    if (x->argv && !json_array_size(x->argv))
+        return perr_param(e, "argv", "argv must not be empty");
+    if (x->argv && !json_string_length(json_array_get(x->argv, 0)))
+        return perr_param(e, "argv", "argv[0] must not be empty");
+    if (x->xid && !exec_id_ok(x->xid))
+        return perr_param(e, "execId", "execId must be 1 to 64 characters of [A-Za-z0-9._-]");
+    if (x->xid && exec_by_id(ss, x->xid))
+        return perr_param(e, "execId", "execId %s is running already", x->xid);
     if ((int64_t)ss->running_execs >= srv->lim.max_execs) {
-        perr_set(&e, "limit_exceeded", "at most %lld execs run at once in a session",
+        perr_set(e, "limit_exceeded", "at most %lld execs run at once in a session",
                  (long long)srv->lim.max_execs);
-        snprintf(e.limit, sizeof e.limit, "execsPerSession");
-        return send_error(c, id, &e);
+        snprintf(e->limit, sizeof e->limit, "execsPerSession");
+        return -1;
     }
-    if (maxout > srv->lim.max_output)
-        maxout = srv->lim.max_output;
-    if (env) {
+    if (x->maxout > srv->lim.max_output)
+        x->maxout = srv->lim.max_output;
+    if (x->env) {
         const char *k;
         json_t *v;
-        json_object_foreach(env, k, v)
+        json_object_foreach(x->env, k, v)
         {
-            if (!*k || strchr(k, '=')) {
-                perr_param(&e, "env", "env: \"%.64s\" is not a variable name", k);
-                return send_error(c, id, &e);
-            }
+            if (!*k || strchr(k, '='))
+                return perr_param(e, "env", "env: \"%.64s\" is not a variable name", k);
         }
     }
-    /* stdin */
-    struct fb_buf in = {0};
-    if (stdin_s) {
-        size_t l = stdin_len;
-        if (stdin_b64) {
-            unsigned char *d = fb_xmalloc(b64_decoded_max(l));
-            ssize_t dl = b64_decode(stdin_s, l, d);
-            if (dl < 0) {
-                free(d);
-                perr_param(&e, "stdin", "stdin is not valid base64");
-                return send_error(c, id, &e);
-            }
-            buf_append(&in, d, (size_t)dl);
+    if (stdin_s && stdin_b64) {
+        unsigned char *d = fb_xmalloc(b64_decoded_max(stdin_len));
+        ssize_t dl = b64_decode(stdin_s, stdin_len, d);
+        if (dl < 0) {
             free(d);
-        } else {
-            buf_append(&in, stdin_s, l);
+            return perr_param(e, "stdin", "stdin is not valid base64");
         }
+        buf_append(&x->in, d, (size_t)dl);
+        free(d);
+    } else if (stdin_s) {
+        buf_append(&x->in, stdin_s, stdin_len);
     }
-    /* The spec for init. */
+    return 0;
+}
+
+/* The record for init: argv, env (the session's, overridden by the
+ * request's), cwd and limits. NULL with e filled when too large. */
+static json_t *exec_spec(struct sess *ss, const struct xreq *x, struct proto_err *e)
+{
     size_t total = 0;
     json_t *av = json_array();
-    if (command) {
+    if (x->command) {
         json_array_append_new(av, json_string("/bin/sh"));
         json_array_append_new(av, json_string("-c"));
-        json_array_append_new(av, json_string(command));
-        total += strlen(command) + 16;
+        json_array_append_new(av, json_string(x->command));
+        total += strlen(x->command) + 16;
     } else {
         size_t i;
         json_t *it;
-        json_array_foreach(argv, i, it)
+        json_array_foreach(x->argv, i, it)
         {
             json_array_append(av, it);
             total += json_string_length(it) + 1;
@@ -358,86 +351,106 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     json_t *ev = json_array();
     for (char **p = ss->s->env; p && *p; p++) {
         const char *eq = strchr(*p, '=');
-        if (env && eq) {
+        if (x->env && eq) {
             char k[256];
             size_t kl = (size_t)(eq - *p);
             if (kl < sizeof k) {
                 memcpy(k, *p, kl);
                 k[kl] = 0;
-                if (json_object_get(env, k))
+                if (json_object_get(x->env, k))
                     continue;
             }
         }
         json_array_append_new(ev, json_string(*p));
         total += strlen(*p) + 1;
     }
-    if (env) {
+    if (x->env) {
         const char *k;
         json_t *v;
-        json_object_foreach(env, k, v)
+        json_object_foreach(x->env, k, v)
         {
             json_array_append_new(ev, json_sprintf("%s=%s", k, json_string_value(v)));
             total += strlen(k) + json_string_length(v) + 2;
         }
     }
     char *wd = NULL;
-    if (join_path(ss, cwd ? cwd : ss->s->cwd, &wd, &e, "cwd") < 0) {
+    if (join_path(ss, x->cwd ? x->cwd : ss->s->cwd, &wd, e, "cwd") < 0) {
         json_decref(av);
         json_decref(ev);
-        buf_free(&in);
-        return send_error(c, id, &e);
+        return NULL;
     }
     total += strlen(wd);
     if (total > EXEC_SPEC_MAX) {
         json_decref(av);
         json_decref(ev);
-        buf_free(&in);
         free(wd);
-        return send_errf(c, id, "too_large", "argv, env and cwd exceed %d bytes", EXEC_SPEC_MAX);
+        perr_set(e, "too_large", "argv, env and cwd exceed %d bytes", EXEC_SPEC_MAX);
+        return NULL;
     }
-    int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1};
-    bool piped = mkpipe(po, true) == 0 && mkpipe(pe, true) == 0 &&
-                 (!buf_pending(&in) || mkpipe(pi, false) == 0);
-    if (!piped) {
+    const struct fb_limits *l = &ss->s->pol.limits;
+    json_t *h = json_pack("{s:s, s:o, s:o, s:s, s:I, s:I}", "op", "exec", "argv", av, "env", ev,
+                          "cwd", wd, "nofile", (json_int_t)(l->nofile > 0 ? l->nofile : 0),
+                          "fsize", (json_int_t)(l->fsize > 0 ? l->fsize : 0));
+    free(wd);
+    return h;
+}
+
+static void close_fds(int *fds, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        if (fds[k] >= 0)
+            close(fds[k]);
+}
+
+void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, struct sess *ss)
+{
+    struct proto_err e = {0};
+    struct xreq x = {0};
+    json_t *h = NULL;
+    if (exec_params(ss, params, &x, &e) < 0 || !(h = exec_spec(ss, &x, &e))) {
+        buf_free(&x.in);
+        return send_error(c, id, &e);
+    }
+    bool want_stdin = buf_pending(&x.in) > 0;
+    /* po/pe: stdout, stderr (the server reads [0]); pi: stdin (it writes [1]). */
+    int p[6] = {-1, -1, -1, -1, -1, -1};
+    int *po = p, *pe = p + 2, *pi = p + 4;
+    if (mkpipe(po, true) < 0 || mkpipe(pe, true) < 0 || (want_stdin && mkpipe(pi, false) < 0)) {
         int er = errno;
-        int all[6] = {po[0], po[1], pe[0], pe[1], pi[0], pi[1]};
-        for (int k = 0; k < 6; k++)
-            if (all[k] >= 0)
-                close(all[k]);
-        json_decref(av);
-        json_decref(ev);
-        buf_free(&in);
-        free(wd);
+        close_fds(p, 6);
+        json_decref(h);
+        buf_free(&x.in);
         return send_errf(c, id, proto_errno_name(er), "cannot create pipes: %s", strerror(er));
     }
     struct op *o = op_new(OP_EXEC, c, id, ss);
-    if (xid)
-        snprintf(o->exec_id, sizeof o->exec_id, "%s", xid);
+    if (x.xid)
+        snprintf(o->exec_id, sizeof o->exec_id, "%s", x.xid);
     else
         snprintf(o->exec_id, sizeof o->exec_id, "x%llu", (unsigned long long)(ss->total_execs + 1));
     ss->total_execs++;
     ss->running_execs++;
-    o->stream = stream;
-    o->base64 = b64;
-    o->max_out = maxout;
+    o->stream = x.stream;
+    o->base64 = x.b64;
+    o->max_out = x.maxout;
     o->start_ns = now_ns();
-    o->deadline_ns = timeout > 0 ? o->start_ns + (uint64_t)timeout * 1000000ull : 0;
-    o->inbuf = in;
+    o->deadline_ns = x.timeout > 0 ? o->start_ns + (uint64_t)x.timeout * 1000000ull : 0;
+    o->inbuf = x.in;
     o->xs[0].w.fd = po[0];
     o->xs[1].w.fd = pe[0];
-    w_set(o->srv, &o->xs[0].w, EPOLLIN);
-    w_set(o->srv, &o->xs[1].w, EPOLLIN);
-    if (pi[1] >= 0) {
-        o->win.fd = pi[1];
-        w_set(o->srv, &o->win, EPOLLOUT);
-    }
-    json_t *h = json_pack("{s:s, s:I, s:o, s:o, s:s, s:b, s:I, s:I}", "op", "exec", "t",
-                          (json_int_t)o->tag, "argv", av, "env", ev, "cwd", wd, "stdin",
-                          pi[0] >= 0, "nofile", (json_int_t)(ss->s->pol.limits.nofile > 0 ? ss->s->pol.limits.nofile : 0),
-                          "fsize", (json_int_t)(ss->s->pol.limits.fsize > 0 ? ss->s->pol.limits.fsize : 0));
-    free(wd);
+    o->win.fd = pi[1];
     int fds[3] = {po[1], pe[1], pi[0]};
-    int sr = sess_send(ss, h, NULL, 0, fds, pi[0] >= 0 ? 3 : 2);
+    if (w_set(o->srv, &o->xs[0].w, EPOLLIN) < 0 || w_set(o->srv, &o->xs[1].w, EPOLLIN) < 0 ||
+        (want_stdin && w_set(o->srv, &o->win, EPOLLOUT) < 0)) {
+        int er = errno;
+        close_fds(fds, 3);
+        json_decref(h);
+        send_errf(c, id, "internal", "cannot watch the command's pipes: %s", strerror(er));
+        op_finish(o);
+        return;
+    }
+    json_object_set_new(h, "t", json_integer((json_int_t)o->tag));
+    json_object_set_new(h, "stdin", json_boolean(want_stdin));
+    int sr = sess_send(ss, h, NULL, 0, fds, want_stdin ? 3 : 2);
     if (sr < 0) {
         if (sr == -1)
             send_errf(c, id, "too_large", "the command is too large");

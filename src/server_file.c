@@ -395,11 +395,15 @@ void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->max = srv->lim.max_output;
     if (need_pipe) {
         o->wbulk.fd = fop == F_WRITE ? pipefd[1] : pipefd[0];
-        if (fop == F_WRITE) {
+        if (fop == F_WRITE)
             buf_append(&o->data, f.wdata, f.wlen);
-            w_set(srv, &o->wbulk, EPOLLOUT);
-        } else {
-            w_set(srv, &o->wbulk, EPOLLIN);
+        if (w_set(srv, &o->wbulk, fop == F_WRITE ? EPOLLOUT : EPOLLIN) < 0) {
+            int er = errno;
+            close(fds[0]);
+            json_decref(f.h);
+            send_errf(c, id, "internal", "cannot watch a pipe: %s", strerror(er));
+            op_finish(o);
+            goto done;
         }
     }
     json_object_set_new(f.h, "t", json_integer((json_int_t)o->tag));
@@ -412,6 +416,7 @@ void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, 
             send_errf(c, id, "session_dead", "the session is not running");
         op_finish(o);
     }
+done:
     free(f.wdata);
     free(abs);
     free(f.abs2);

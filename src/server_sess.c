@@ -144,8 +144,9 @@ static void sess_unlink(struct sess *ss)
     ss->next = ss->prev = NULL;
 }
 
-/* Start watching a freshly spawned sandbox. */
-static void sess_watch(struct sess *ss)
+/* Start watching a freshly spawned sandbox. -1 when it cannot be watched
+ * (it must then not be used: nothing would tell that it died). */
+static int sess_watch(struct sess *ss)
 {
     struct fb_sandbox *sb = &ss->s->sb;
     int fl = fcntl(sb->ctl, F_GETFL);
@@ -155,12 +156,14 @@ static void sess_watch(struct sess *ss)
     /* The fds belong to the sandbox struct: watches never close them. */
     ss->wctl.fd = sb->ctl;
     ss->wpid.fd = sb->pidfd;
-    w_set(ss->srv, &ss->wctl, EPOLLIN);
-    w_set(ss->srv, &ss->wpid, EPOLLIN);
+    if (w_set(ss->srv, &ss->wctl, EPOLLIN) < 0 || w_set(ss->srv, &ss->wpid, EPOLLIN) < 0)
+        return -1;
     if (sb->egress) {
         ss->wegress.fd = egress_fd(sb->egress);
-        w_set(ss->srv, &ss->wegress, EPOLLIN);
+        if (w_set(ss->srv, &ss->wegress, EPOLLIN) < 0)
+            return -1;
     }
+    return 0;
 }
 
 void sess_unwatch(struct sess *ss)
@@ -184,18 +187,33 @@ void outq_free(struct sess *ss)
     ss->qtail = NULL;
 }
 
+/* A send failed for want of kernel memory (ENOBUFS, ENOMEM): not a broken
+ * socket, and no EPOLLOUT will say when to try again: a timer does. */
+static bool send_later(struct sess *ss)
+{
+    if (errno != ENOBUFS && errno != ENOMEM)
+        return false;
+    if (w_set(ss->srv, &ss->wctl, EPOLLIN) < 0)
+        return false;
+    ss->send_retry_ns = now_ns() + 10 * 1000000ull;
+    return true;
+}
+
 void outq_flush(struct sess *ss)
 {
+    ss->send_retry_ns = 0;
     while (ss->qhead) {
         struct outrec *r = ss->qhead;
         if (srec_send(ss->s->sb.ctl, r->rec, r->len, r->fds, r->nfds, MSG_DONTWAIT) < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) {
-                w_set(ss->srv, &ss->wctl, EPOLLIN | EPOLLOUT);
+            if ((errno == EAGAIN || errno == EWOULDBLOCK) &&
+                w_set(ss->srv, &ss->wctl, EPOLLIN | EPOLLOUT) == 0)
                 return;
-            }
-            /* init is gone: the pidfd will say so */
-            outq_free(ss);
-            break;
+            if (send_later(ss))
+                return;
+            /* The requests queued cannot reach init: the session is of no
+             * use any more (and init is probably gone already). */
+            sess_broken(ss, "the session's control socket failed");
+            return;
         }
         ss->qhead = r->next;
         for (size_t i = 0; i < r->nfds; i++)
@@ -204,8 +222,8 @@ void outq_flush(struct sess *ss)
         free(r);
     }
     ss->qtail = NULL;
-    if (ss->wctl.fd >= 0)
-        w_set(ss->srv, &ss->wctl, EPOLLIN);
+    if (ss->wctl.fd >= 0 && w_set(ss->srv, &ss->wctl, EPOLLIN) < 0)
+        sess_broken(ss, "the session's control socket cannot be watched");
 }
 
 int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t plen, int *fds,
@@ -230,11 +248,15 @@ int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t plen, in
         free(rec);
         return 0;
     }
-    if (!ss->qhead && errno != EAGAIN && errno != EWOULDBLOCK) {
+    bool later = !ss->qhead && send_later(ss);
+    if (!ss->qhead && !later && errno != EAGAIN && errno != EWOULDBLOCK) {
+        /* Not a full socket: a broken one. This request fails (the caller
+         * answers it); the others fail when the pidfd says init is gone. */
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
         free(rec);
-        return 0;
+        sandbox_kill(&ss->s->sb);
+        return -2;
     }
     struct outrec *r = fb_xcalloc(1, sizeof *r);
     r->rec = rec;
@@ -246,7 +268,8 @@ int sess_send(struct sess *ss, json_t *hdr, const void *payload, size_t plen, in
     else
         ss->qhead = r;
     ss->qtail = r;
-    w_set(ss->srv, &ss->wctl, EPOLLIN | EPOLLOUT);
+    if (!ss->send_retry_ns && w_set(ss->srv, &ss->wctl, EPOLLIN | EPOLLOUT) < 0)
+        sandbox_kill(&ss->s->sb); /* as above: the pidfd fails what is queued */
     return 0;
 }
 
@@ -332,15 +355,18 @@ void sess_destroy(struct sess *ss)
     }
 }
 
-/* Init's pidfd became readable: the sandbox is gone. */
-void sess_gone(struct sess *ss)
+/* The session is dead (why: NULL = find out): fail what waits on it and
+ * release the sandbox. */
+static void sess_died(struct sess *ss, const char *why)
 {
     struct fb_session *s = ss->s;
     if (s->state == SESS_DEAD) {
         sess_unwatch(ss);
         return;
     }
-    if (!ss->dying) {
+    if (why) {
+        snprintf(s->death, sizeof s->death, "%s", why);
+    } else if (!ss->dying) {
         struct fb_cg_usage u = {0};
         u.mem_peak = u.mem_current = u.pids_peak = u.cpu_usage_us = u.oom_kills = -1;
         if (s->sb.cg)
@@ -361,6 +387,22 @@ void sess_gone(struct sess *ss)
     sess_release(ss);
 }
 
+/* Init's pidfd became readable: the sandbox is gone. */
+void sess_gone(struct sess *ss)
+{
+    sess_died(ss, NULL);
+}
+
+void sess_broken(struct sess *ss, const char *why)
+{
+    if (ss->s->state == SESS_DEAD)
+        return;
+    fb_warn("session %s: %s: %s", ss->s->id, why, strerror(errno));
+    if (ss->s->spawned)
+        sandbox_kill(&ss->s->sb);
+    sess_died(ss, why);
+}
+
 /* ---- records from init ---- */
 
 void on_ctl(struct sess *ss)
@@ -374,7 +416,11 @@ void on_ctl(struct sess *ss)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             return;
-        if (r <= 0) {
+        if (r < 0) {
+            sess_broken(ss, "reading the session's control socket failed");
+            return;
+        }
+        if (r == 0) {
             /* EOF: init is exiting; its pidfd tells us when it is gone. */
             w_set(ss->srv, &ss->wctl, 0);
             return;
@@ -500,7 +546,8 @@ void spawn_done(struct srv *srv, struct fb_session *s)
         s->spawned = true;
         s->state = SESS_POOL;
         srv->pool_ready++;
-        sess_watch(ss);
+        if (sess_watch(ss) < 0)
+            sess_broken(ss, "watching a pool sandbox failed");
         return;
     }
     struct op *o = NULL;
@@ -518,7 +565,18 @@ void spawn_done(struct srv *srv, struct fb_session *s)
     }
     s->spawned = true;
     s->state = SESS_READY;
-    sess_watch(ss);
+    if (sess_watch(ss) < 0) {
+        int er = errno;
+        if (o) {
+            send_errf(o->c, o->id, "sandbox_failed", "cannot watch the new session: %s",
+                      strerror(er));
+            op_finish(o);
+        }
+        ss->dying = true;
+        errno = er;
+        sess_broken(ss, "watching the new session failed");
+        return;
+    }
     if (!o || !o->c || srv->stopping) {
         /* Nobody is waiting for it any more. */
         if (o)

@@ -92,9 +92,12 @@ static void send_rec(json_t *hdr, const void *payload, size_t plen)
     char *rec = srec_encode(hdr, payload, plen, &len);
     if (!rec)
         return;
-    /* Blocking: the server reads its control sockets promptly. If it is
-     * gone, the next receive sees EOF and init exits. */
-    srec_send(ctl_fd, rec, len, NULL, 0, 0);
+    /* Blocking: the server reads its control sockets promptly (and a
+     * shortage of kernel memory is waited out, ctl.c). A record that cannot
+     * be sent is a request never answered: if the server is gone, so is
+     * init; otherwise it ends the session rather than leave it hanging. */
+    if (srec_send(ctl_fd, rec, len, NULL, 0, 0) < 0)
+        _exit(errno == EPIPE || errno == ECONNRESET ? 0 : FB_EXIT_SETUP);
     free(rec);
 }
 

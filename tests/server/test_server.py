@@ -75,12 +75,12 @@ def wait_for(fn, timeout=15.0, step=0.02):
 class Server:
     """A fluebox serve process on a private socket."""
 
-    def __init__(self, args=(), user=None, binary=None, env=None):
+    def __init__(self, args=(), user=None, binary=None, env=None, wrap=()):
         self.dir = tempfile.mkdtemp(prefix="fbsrv.")
         os.chmod(self.dir, 0o755)
         self.sock = os.path.join(self.dir, "s.sock")
         self.user = user
-        cmd = [binary or FB, "serve", "--socket", self.sock] + list(args)
+        cmd = list(wrap) + [binary or FB, "serve", "--socket", self.sock] + list(args)
         if user:
             uid = pwd.getpwnam(user).pw_uid
             os.chown(self.dir, uid, -1)
@@ -901,6 +901,155 @@ def t_concurrency(srv):
     for s in ids:
         c.wait(s)
     check("concurrency: all sessions destroyed", not c.call("session.list")["sessions"])
+
+
+class SlowConn(fbc.Conn):
+    """A client that reads its replies a few hundred bytes at a time from
+    a small socket buffer: the server's writes to it keep hitting EAGAIN."""
+
+    def __init__(self, path):
+        super().__init__(path, timeout=300)
+        self.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+
+    def recv(self):
+        while b"\n" not in self.buf:
+            d = self.s.recv(700)
+            if not d:
+                return None
+            self.buf += d
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+
+def epoll_report(pid):
+    """Which of the server's fds are not in its epoll set (for a failure)."""
+    try:
+        fds = {}
+        for fd in os.listdir("/proc/%d/fd" % pid):
+            fds[int(fd)] = os.readlink("/proc/%d/fd/%s" % (pid, fd))
+        ep = [fd for fd, t in fds.items() if "eventpoll" in t]
+        watched = set()
+        for e in ep:
+            with open("/proc/%d/fdinfo/%d" % (pid, e)) as f:
+                for line in f:
+                    if line.startswith("tfd:"):
+                        watched.add(int(line.split()[1]))
+        kinds = {}
+        for fd, t in fds.items():
+            if fd > 2 and fd not in watched and fd not in ep:
+                k = t.split(":")[0]
+                kinds[k] = kinds.get(k, 0) + 1
+        return "fds %d, watched %d, unwatched by kind %s" % (len(fds), len(watched), kinds)
+    except OSError as e:
+        return repr(e)
+
+
+@test
+def t_stress_every_reply():
+    """Issue 12.1: under load, every request gets its reply. 240 sessions'
+    worth of execs (created and destroyed while others run), pipelined
+    collected, streamed and stdin-fed execs and file operations, half the
+    clients reading slowly, the server and all its sessions squeezed onto
+    one CPU. A request without a reply fails the test, with the server's
+    epoll state."""
+    args = ["--max-sessions", "1000"]
+    pre = []
+    if shutil.which("taskset"):
+        pre = ["taskset", "-c", "0"]
+    srv = Server(args, wrap=pre)
+    NT, PER, NX = 24, 10, 8
+    lock = threading.Lock()
+    state = {"sent": 0, "answered": 0, "bad": [], "last": time.time()}
+    pending = {}
+
+    def one(c, tid, method, params, expect):
+        i = c.send(method, params)
+        with lock:
+            state["sent"] += 1
+            pending[(tid, i)] = (method, params.get("session"))
+        return i, expect
+
+    def settle(c, tid, calls):
+        for i, expect in calls:
+            evs, r = c.wait(i)
+            with lock:
+                state["answered"] += 1
+                state["last"] = time.time()
+                pending.pop((tid, i), None)
+                if not expect(evs, r):
+                    state["bad"].append(str(r)[:200])
+
+    def exec_ok(text):
+        def f(evs, r):
+            if "result" not in r or r["result"]["exitCode"] != 0:
+                return False
+            out = r["result"].get("stdout")
+            if out is None:
+                out = "".join(e.get("data", "") for e in evs if e.get("event") == "stdout")
+            return out == text
+        return f
+
+    def worker(tid):
+        try:
+            c = SlowConn(srv.sock) if tid % 2 else srv.conn()
+            for k in range(PER):
+                _, r = c.wait(c.send("session.create", {"limits": {"pids": 64}}))
+                with lock:
+                    state["answered"] += 1
+                    state["last"] = time.time()
+                if "result" not in r:
+                    with lock:
+                        state["bad"].append("create: %s" % r)
+                    continue
+                s = r["result"]["session"]
+                for batch in range(2):
+                    calls = []
+                    for j in range(NX // 2):
+                        tag = "%d-%d-%d-%d" % (tid, k, batch, j)
+                        mode = (tid + k + j) % 4
+                        p = {"session": s, "command": "echo %s; head -c 3000 /dev/zero >&2" % tag}
+                        if mode == 1:
+                            p["stream"] = True
+                        elif mode == 2:
+                            p["command"] = "cat; echo %s" % tag
+                            p["stdin"] = "x" * 70000
+                            calls.append(one(c, tid, "exec", p, exec_ok("x" * 70000 + tag + "\n")))
+                            continue
+                        elif mode == 3:
+                            calls.append(one(c, tid, "file.write", {"session": s, "path": "f%s" % tag,
+                                                                      "data": tag},
+                                             lambda evs, r: "result" in r))
+                        calls.append(one(c, tid, "exec", p, exec_ok(tag + "\n")))
+                    settle(c, tid, calls)
+                settle(c, tid, [one(c, tid, "session.destroy", {"session": s},
+                                    lambda evs, r: "result" in r)])
+            c.close()
+        except Exception as e:  # noqa: BLE001
+            with lock:
+                state["bad"].append("client %d: %r" % (tid, e))
+
+    ts = [threading.Thread(target=worker, args=(t,), daemon=True) for t in range(NT)]
+    t0 = time.time()
+    [t.start() for t in ts]
+    stalled = False
+    while any(t.is_alive() for t in ts):
+        time.sleep(0.2)
+        with lock:
+            if time.time() - state["last"] > float(os.environ.get("FB_STRESS_STALL", "120")):
+                stalled = True
+                break
+    report = ""
+    if stalled:
+        with lock:
+            report = "no reply for a long time to %d requests %s; %s" % (
+                len(pending), list(pending.values())[:5], epoll_report(srv.pid))
+    check("stress: %d requests over %d sessions, every one answered (%.0fs)" %
+          (state["sent"], NT * PER, time.time() - t0),
+          not stalled and state["answered"] == state["sent"] + NT * PER, report or
+          "%d sent, %d answered" % (state["sent"] + NT * PER, state["answered"]))
+    check("stress: every answer right", not state["bad"], state["bad"][:3])
+    check("stress: the server is still there", srv.p.poll() is None, srv.stderr()[-300:])
+    srv.cleanup()
 
 
 @test
