@@ -872,6 +872,54 @@ bool utf8_valid(const unsigned char *s, size_t n)
     return true;
 }
 
+/* The JSON string body (no quotes) of bytes taken as UTF-8, invalid
+ * sequences replaced by U+FFFD, escaped the way jansson escapes. */
+size_t json_text(const unsigned char *in, size_t n, char *out)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t i = 0, o = 0;
+    while (i < n) {
+        unsigned char c = in[i];
+        if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
+            if (out)
+                out[o] = (char)c;
+            o++;
+            i++;
+            continue;
+        }
+        if (c < 0x80) {
+            char e = c == '"' ? '"' : c == '\\' ? '\\' : c == '\b' ? 'b' : c == '\f' ? 'f'
+                   : c == '\n' ? 'n' : c == '\r' ? 'r' : c == '\t' ? 't' : 0;
+            if (out) {
+                out[o] = '\\';
+                if (e) {
+                    out[o + 1] = e;
+                } else {
+                    memcpy(out + o + 1, "u00", 3);
+                    out[o + 4] = hex[c >> 4];
+                    out[o + 5] = hex[c & 15];
+                }
+            }
+            o += e ? 2 : 6;
+            i++;
+            continue;
+        }
+        int l = utf8_seq(in + i, n - i);
+        if (l > 0) {
+            if (out)
+                memcpy(out + o, in + i, (size_t)l);
+            o += (size_t)l;
+            i += (size_t)l;
+        } else {
+            if (out)
+                memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    return o;
+}
+
 /* ---- names ---- */
 
 const char *proto_errno_name(int e)

@@ -111,6 +111,11 @@ static inline size_t b64_decoded_max(size_t n) { return n / 4 * 3 + 3; }
  * number of bytes written. */
 size_t utf8_repair(const unsigned char *in, size_t n, char *out, bool final, size_t *consumed);
 bool utf8_valid(const unsigned char *s, size_t n);
+/* The body of a JSON string (without quotes) holding in taken as UTF-8,
+ * repaired as utf8_repair does with final set, escaped as jansson does.
+ * Returns its length; writes it to out unless out is NULL (so a first call
+ * sizes the buffer). A byte becomes at most 6. */
+size_t json_text(const unsigned char *in, size_t n, char *out);
 
 /* "ENOENT" etc.; "EIO" for unknown numbers. */
 const char *proto_errno_name(int e);

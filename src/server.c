@@ -345,6 +345,8 @@ static int64_t *limit_of(struct srv *srv, const char *name)
            : !strcmp(name, "max-execs")    ? &l->max_execs
            : !strcmp(name, "max-conns")    ? &l->max_conns
            : !strcmp(name, "max-output")   ? &l->max_output
+           : !strcmp(name, "conn-memory")  ? &l->conn_mem
+           : !strcmp(name, "uid-memory")   ? &l->uid_mem
                                            : &l->max_message;
 }
 
@@ -407,6 +409,10 @@ static const struct fb_opt serve_opts[] = {
      NULL},
     {"max-conns", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number, "connections at once (1024)",
      NULL},
+    {"conn-memory", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_size,
+     "memory held for one connection: replies, output, stdin, file data (64M)", NULL},
+    {"uid-memory", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_size,
+     "memory held for all connections of one uid (256M)", NULL},
     {"ready-fd", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_ready_fd,
      "write \"ready\" to descriptor N once listening", NULL},
     {"exit-with-parent", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_exit_with_parent,
@@ -528,7 +534,7 @@ static void serve_loop(struct srv *srv)
         run_timers(srv);
         /* Connections that were paused on in-flight requests may go on. */
         for (struct conn *c = srv->conns; c; c = c->next)
-            if (!c->dead && !c->rd_eof && !conn_paused(c) && buf_pending(&c->in))
+            if (!c->dead && !conn_paused(c) && buf_pending(&c->in))
                 conn_process(c);
         bury_flush(srv);
     }
@@ -639,7 +645,9 @@ static int serve_run(struct srv *srv, const char *sock)
 int cmd_serve(int argc, char **argv)
 {
     struct srv srv = {
-        .lim = {16 << 20, 100, 32, 16 << 20, 1024, 0},
+        .lim = {.max_message = 16 << 20, .max_sessions = 100, .max_execs = 32,
+                .max_output = 16 << 20, .max_conns = 1024, .pool = 0,
+                .conn_mem = 64 << 20, .uid_mem = 256 << 20},
         .ep = -1,
         .lock_fd = -1,
         .ready_fd = -1,

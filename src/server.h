@@ -37,11 +37,18 @@ struct srv_limits {
     int64_t max_output;
     int64_t max_conns;
     int64_t pool;
+    int64_t conn_mem;   /* memory budget of a connection (bytes) */
+    int64_t uid_mem;    /* memory budget of all connections of a uid */
 };
 
-#define OUT_PAUSE (4u << 20)
-#define OUT_RESUME (1u << 20)
-#define OUT_DROP (64u << 20)
+/* Memory held for a connection (struct conn.mem): its unparsed input, its
+ * queued replies, and its requests' buffers (collected output, stdin not
+ * yet taken, file data, reservations for file.read answers). At the
+ * budget: collected output is cut (reported as truncated), file.read waits
+ * (or is refused when nothing of the connection's is in flight), stdin and
+ * file.write data are refused; docs/protocol.md section 5. */
+#define OUT_PAUSE (4u << 20)   /* queued replies: stop reading requests and output */
+#define OUT_RESUME (1u << 20)  /* ... until they drain to this */
 #define MAX_INFLIGHT 256
 #define EXEC_SPEC_MAX (128 * 1024)
 #define GRACE_NS (100 * 1000000ull)
@@ -62,12 +69,23 @@ struct watch {
 struct srv;
 struct op;
 
+/* What the connections of one uid hold. */
+struct uacct {
+    uid_t uid;
+    int64_t mem;
+    unsigned conns;
+    struct uacct *next;
+};
+
 struct conn {
     struct srv *srv;
     struct watch w;
     int fd;
     uid_t uid;
     pid_t pid;
+    struct uacct *ua;
+    int64_t mem;     /* bytes held for it (see above) */
+    int64_t need;    /* a request waits until this much more fits; 0 = none */
     struct fb_buf in, out;
     size_t scan;     /* bytes of `in` already searched for a newline */
     bool discard;    /* dropping the rest of an oversized line */
@@ -124,6 +142,8 @@ struct op {
     uint64_t tag;
     bool dead;
     bool replied; /* init answered (file ops) */
+    int64_t mem;     /* bytes of its buffers charged to its connection */
+    int64_t reserve; /* file.read: room kept for the answer */
     /* file ops */
     enum fop fop;
     char *path;
@@ -167,6 +187,7 @@ struct srv {
     uint64_t pool_retry_ns;
     bool pool_warned;          /* the pool's "not applied" note was shown */
     bool stopping;
+    struct uacct *uaccts;
     char sock_path[108];
     char *recbuf;              /* SREC_MAX bytes: one record from an init */
     struct grave *graves;
@@ -191,10 +212,31 @@ void on_accept(struct srv *srv);
 void on_conn(struct conn *c, uint32_t events);
 void conn_process(struct conn *c);
 bool conn_paused(struct conn *c);
+/* Has c requests in flight or replies queued? */
+bool conn_busy(struct conn *c);
 void conn_close(struct conn *c);
 void conn_after_op(struct conn *c);
 /* Queue a line (takes ownership of line). */
 void conn_send(struct conn *c, char *line, size_t len);
+/* Memory accounting (see above). */
+void conn_mem(struct conn *c, int64_t delta);
+/* Would `more` bytes take c or its uid over budget? */
+bool conn_over(struct conn *c, int64_t more);
+/* Bytes c may still take, for itself and its uid. */
+int64_t conn_room(struct conn *c);
+/* Recount o's buffers and charge the difference to its connection. */
+void op_mem_sync(struct op *o);
+/* A result line with big strings written straight from buffers, as text
+ * (JSON-escaped UTF-8) or base64; small holds the other fields (stolen). */
+struct blob {
+    const char *name;
+    const unsigned char *p;
+    size_t n;
+};
+char *result_line_blobs(json_t *id, json_t *small, const struct blob *b, size_t nb, bool b64,
+                        size_t *len);
+/* Is base64 the more compact form of these bytes? */
+bool blobs_b64_smaller(const struct blob *b, size_t nb);
 void send_result(struct conn *c, json_t *id, json_t *result);
 void send_error(struct conn *c, json_t *id, struct proto_err *e);
 void send_errf(struct conn *c, json_t *id, const char *code, const char *fmt, ...)
@@ -214,7 +256,8 @@ struct method {
 };
 /* The table entry of a method, or NULL. */
 const struct method *server_method(const char *name);
-void handle_line(struct conn *c, const char *line, size_t len);
+/* 0: handled; 1: it must wait until c->need bytes fit (nothing done). */
+int handle_line(struct conn *c, const char *line, size_t len);
 
 /* The handlers (the table lists them, methods.h). */
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
@@ -261,6 +304,8 @@ void on_exec_pipe(struct op *o, int sub);
 void on_exec_record(struct op *o, const char *opn, json_t *h);
 
 /* ---- server_file.c ---- */
+/* The room a file.read's answer needs (base64 of the bytes asked for). */
+int64_t file_read_reserve(struct srv *srv, json_t *params);
 void on_bulk_pipe(struct op *o);
 /* A reply from init for a file op. */
 void on_file_reply(struct op *o, json_t *h, const char *payload, size_t plen);

@@ -2,8 +2,10 @@
  * accepting them (with the peer's credentials), cutting the input into
  * request lines, queueing reply lines and writing them without blocking,
  * and flow control: a connection whose queued replies exceed OUT_PAUSE is
- * not read from (nor are its streaming execs' pipes) until they drain below
- * OUT_RESUME; above OUT_DROP it is dropped. */
+ * not read from (nor are its execs' pipes) until they drain below
+ * OUT_RESUME. A reply is queued whole and replies go out in the order they
+ * were made; nothing is dropped for a slow reader (memory is bounded by the
+ * budgets, server.h). Also the memory accounting per connection and uid. */
 #include "server.h"
 
 #include <signal.h>
@@ -56,6 +58,7 @@ static void conn_flush(struct conn *c)
             return;
         }
         buf_consume(&c->out, (size_t)n);
+        conn_mem(c, -(int64_t)n);
     }
     if (!buf_pending(&c->out))
         buf_reset(&c->out);
@@ -70,13 +73,9 @@ void conn_send(struct conn *c, char *line, size_t len)
         free(line);
         return;
     }
-    if (buf_pending(&c->out) > OUT_DROP) {
-        free(line);
-        conn_close(c);
-        return;
-    }
     if (!buf_pending(&c->out)) {
-        /* Fast path: write directly, queue the rest. */
+        /* Fast path: write directly; the rest of the line becomes the
+         * queue (no copy of a big reply). */
         ssize_t n;
         do
             n = write(c->fd, line, len);
@@ -87,14 +86,128 @@ void conn_send(struct conn *c, char *line, size_t len)
             return;
         }
         size_t done = n > 0 ? (size_t)n : 0;
-        if (done < len)
-            buf_append(&c->out, line + done, len - done);
+        if (done == len) {
+            free(line);
+            return;
+        }
+        buf_free(&c->out);
+        c->out = (struct fb_buf){.data = line, .len = len, .off = done, .cap = len};
+        conn_mem(c, (int64_t)(len - done));
     } else {
         buf_append(&c->out, line, len);
+        conn_mem(c, (int64_t)len);
+        free(line);
     }
-    free(line);
-    if (buf_pending(&c->out))
-        conn_update(c, false);
+    conn_update(c, false);
+}
+
+/* ---- memory ---- */
+
+void conn_mem(struct conn *c, int64_t delta)
+{
+    c->mem += delta;
+    if (c->ua)
+        c->ua->mem += delta;
+}
+
+/* What is left of the budgets (negative when past them). */
+static int64_t room_signed(struct conn *c)
+{
+    const struct srv_limits *l = &c->srv->lim;
+    int64_t a = l->conn_mem - c->mem, b = c->ua ? l->uid_mem - c->ua->mem : a;
+    return a < b ? a : b;
+}
+
+int64_t conn_room(struct conn *c)
+{
+    int64_t r = room_signed(c);
+    return r > 0 ? r : 0;
+}
+
+bool conn_over(struct conn *c, int64_t more)
+{
+    return more > room_signed(c);
+}
+
+static struct uacct *uacct_get(struct srv *srv, uid_t uid)
+{
+    for (struct uacct *a = srv->uaccts; a; a = a->next)
+        if (a->uid == uid)
+            return a;
+    struct uacct *a = fb_xcalloc(1, sizeof *a);
+    a->uid = uid;
+    a->next = srv->uaccts;
+    srv->uaccts = a;
+    return a;
+}
+
+static void uacct_put(struct srv *srv, struct uacct *ua)
+{
+    if (--ua->conns || ua->mem)
+        return;
+    for (struct uacct **pp = &srv->uaccts; *pp; pp = &(*pp)->next) {
+        if (*pp == ua) {
+            *pp = ua->next;
+            free(ua);
+            return;
+        }
+    }
+}
+
+/* ---- replies with big strings ---- */
+
+static size_t blob_len(const struct blob *b, bool b64)
+{
+    return b64 ? b64_encoded_len(b->n) : json_text(b->p, b->n, NULL);
+}
+
+/* Only answers of at least this much text switch (a few KiB of control
+ * characters cost little, and stay text for clients that ignore
+ * "encoding"). */
+#define TEXT_SWITCH_MIN (1u << 20)
+
+bool blobs_b64_smaller(const struct blob *b, size_t nb)
+{
+    size_t t = 0, e = 0, n = 0;
+    for (size_t i = 0; i < nb; i++) {
+        e += b64_encoded_len(b[i].n);
+        n += b[i].n;
+    }
+    if (n + n / 2 < TEXT_SWITCH_MIN / 4)
+        return false; /* even all 6-byte escapes stay small */
+    for (size_t i = 0; i < nb; i++)
+        t += json_text(b[i].p, b[i].n, NULL);
+    return t >= TEXT_SWITCH_MIN && e < t;
+}
+
+char *result_line_blobs(json_t *id, json_t *small, const struct blob *b, size_t nb, bool b64,
+                        size_t *len)
+{
+    char *idj = json_dumps(id, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *sm = json_dumps(small, JSON_COMPACT);
+    json_decref(small);
+    size_t il = idj ? strlen(idj) : 4, sl = sm ? strlen(sm) : 2;
+    size_t total = 32 + il + sl;
+    for (size_t i = 0; i < nb; i++)
+        total += strlen(b[i].name) + 6 + blob_len(&b[i], b64);
+    char *line = fb_xmalloc(total);
+    size_t o = (size_t)snprintf(line, total, "{\"id\":%s,\"result\":", idj ? idj : "null");
+    /* The small object without its closing brace, then the blobs. */
+    memcpy(line + o, sm ? sm : "{}", sl - 1);
+    o += sl - 1;
+    bool first = sl <= 2;
+    for (size_t i = 0; i < nb; i++) {
+        o += (size_t)sprintf(line + o, "%s\"%s\":\"", first ? "" : ",", b[i].name);
+        first = false;
+        o += b64 ? b64_encode(b[i].p, b[i].n, line + o) : json_text(b[i].p, b[i].n, line + o);
+        line[o++] = '"';
+    }
+    memcpy(line + o, "}}\n", 3);
+    o += 3;
+    free(idj);
+    free(sm);
+    *len = o;
+    return line;
 }
 
 void send_result(struct conn *c, json_t *id, json_t *result)
@@ -142,9 +255,24 @@ void send_event(struct conn *c, json_t *id, const char *event, json_t *fields)
 
 /* ---- input ---- */
 
+bool conn_busy(struct conn *c)
+{
+    return c->nops > 0 || buf_pending(&c->out) > 0;
+}
+
 bool conn_paused(struct conn *c)
 {
-    return buf_pending(&c->out) >= OUT_PAUSE || c->nops >= MAX_INFLIGHT;
+    /* A request that waits for memory waits while something of this
+     * connection's is in flight (it frees memory when done); then it is
+     * looked at again. */
+    return buf_pending(&c->out) >= OUT_PAUSE || c->nops >= MAX_INFLIGHT ||
+           (c->need && conn_busy(c) && conn_over(c, c->need));
+}
+
+static void in_consume(struct conn *c, size_t n)
+{
+    buf_consume(&c->in, n);
+    conn_mem(c, -(int64_t)n);
 }
 
 /* Handle complete lines in c->in. */
@@ -158,7 +286,7 @@ void conn_process(struct conn *c)
         if (!nl) {
             c->scan = pend;
             if (c->discard) {
-                buf_consume(&c->in, pend);
+                in_consume(c, pend);
                 c->scan = 0;
             } else if ((int64_t)pend > srv->lim.max_message) {
                 json_t *pid = proto_peek_id(head, pend < 512 ? pend : 512);
@@ -166,7 +294,7 @@ void conn_process(struct conn *c)
                           (long long)srv->lim.max_message);
                 json_decref(pid);
                 c->discard = true;
-                buf_consume(&c->in, pend);
+                in_consume(c, pend);
                 c->scan = 0;
             }
             break;
@@ -187,12 +315,16 @@ void conn_process(struct conn *c)
             bool blank = true;
             for (size_t i = 0; i < l && blank; i++)
                 blank = head[i] == ' ' || head[i] == '\t';
-            if (!blank)
-                handle_line(c, head, l);
+            c->need = 0;
+            if (!blank && handle_line(c, head, l) > 0) {
+                /* It waits for memory (c->need): the line stays. */
+                c->scan = 0;
+                break;
+            }
         }
         if (c->dead)
             return;
-        buf_consume(&c->in, len + 1);
+        in_consume(c, len + 1);
     }
     if (!buf_pending(&c->in))
         buf_reset(&c->in);
@@ -252,6 +384,7 @@ void on_conn(struct conn *c, uint32_t events)
                 break;
             }
             buf_append(&c->in, buf, (size_t)n);
+            conn_mem(c, n);
             /* (a closed client's last requests are still handled: the
              * close is acted on below, once the input is drained) */
             budget = budget > (size_t)n ? budget - (size_t)n : 0;
@@ -297,6 +430,10 @@ void conn_close(struct conn *c)
     if (c->next)
         c->next->prev = c->prev;
     srv->nconns--;
+    /* What is left is its buffers, freed with it. */
+    conn_mem(c, -c->mem);
+    uacct_put(srv, c->ua);
+    c->ua = NULL;
     bury(c->srv, GRAVE_CONN, c);
 }
 
@@ -340,6 +477,8 @@ void on_accept(struct srv *srv)
         c->fd = fd;
         c->uid = cr.uid;
         c->pid = cr.pid;
+        c->ua = uacct_get(srv, cr.uid);
+        c->ua->conns++;
         w_init(&c->w, W_CONN, 0, c, fd);
         c->next = srv->conns;
         if (srv->conns)

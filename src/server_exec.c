@@ -71,12 +71,21 @@ static void exec_deliver(struct op *o, int i, const char *data, size_t n)
             exec_pause(o, true);
         return;
     }
+    /* Collected: up to maxOutputBytes, and up to the memory budget of the
+     * connection and its uid (beyond: cut, reported as truncated). A
+     * client that does not read its replies holds the command instead. */
+    bool slow = buf_pending(&o->c->out) >= OUT_PAUSE;
     size_t room = buf_pending(&x->buf) < (size_t)o->max_out ? (size_t)o->max_out - buf_pending(&x->buf) : 0;
+    if (!slow && (int64_t)room > conn_room(o->c))
+        room = (size_t)conn_room(o->c);
     if (n > room) {
         x->truncated = true;
         n = room;
     }
     buf_append(&x->buf, data, n);
+    op_mem_sync(o);
+    if (slow)
+        exec_pause(o, true);
 }
 
 static json_t *exec_result(struct op *o)
@@ -103,19 +112,35 @@ static json_t *exec_result(struct op *o)
     json_object_set_new(r, "timedOut", json_boolean(timed));
     json_object_set_new(r, "durationMs",
                         json_integer((json_int_t)((o->end_ns - o->start_ns) / 1000000ull)));
-    if (!o->stream) {
-        for (int i = 0; i < 2; i++) {
-            struct xstream *x = &o->xs[i];
-            x->ncarry = 0;
-            json_t *d = chunk_json(x, buf_head(&x->buf), buf_pending(&x->buf), true, o->base64);
-            json_object_set_new(r, stream_name[i], d ? d : json_string(""));
-            char k[32];
-            snprintf(k, sizeof k, "%sTruncated", stream_name[i]);
-            json_object_set_new(r, k, json_boolean(x->truncated));
-        }
-        json_object_set_new(r, "encoding", json_string(o->base64 ? "base64" : "utf8"));
-    }
     return r;
+}
+
+/* The answer: collected output is written straight from its buffers, as
+ * base64 when asked for or when the text would be larger. */
+static void exec_reply(struct op *o)
+{
+    json_t *r = exec_result(o);
+    if (o->stream || !o->c) {
+        send_result(o->c, o->id, r);
+        return;
+    }
+    struct blob b[2];
+    for (int i = 0; i < 2; i++) {
+        struct xstream *x = &o->xs[i];
+        b[i] = (struct blob){stream_name[i], (const unsigned char *)buf_head(&x->buf),
+                             buf_pending(&x->buf)};
+        char k[32];
+        snprintf(k, sizeof k, "%sTruncated", stream_name[i]);
+        json_object_set_new(r, k, json_boolean(x->truncated));
+    }
+    bool b64 = o->base64 || blobs_b64_smaller(b, 2);
+    json_object_set_new(r, "encoding", json_string(b64 ? "base64" : "utf8"));
+    size_t len;
+    char *line = result_line_blobs(o->id, r, b, 2, b64, &len);
+    for (int i = 0; i < 2; i++)
+        buf_free(&o->xs[i].buf);
+    op_mem_sync(o);
+    conn_send(o->c, line, len);
 }
 
 void exec_maybe_finish(struct op *o, bool force)
@@ -156,7 +181,7 @@ void exec_maybe_finish(struct op *o, bool force)
     }
     if (o->ss)
         session_touch(o->ss->s);
-    send_result(o->c, o->id, exec_result(o));
+    exec_reply(o);
     op_finish(o);
 }
 
@@ -184,8 +209,10 @@ void on_exec_pipe(struct op *o, int sub)
                 break;
             }
             buf_consume(&o->inbuf, (size_t)n);
+            op_mem_sync(o);
         }
         buf_free(&o->inbuf);
+        op_mem_sync(o);
         w_close(o->srv, &o->win);
         return;
     }
@@ -435,6 +462,7 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->start_ns = now_ns();
     o->deadline_ns = x.timeout > 0 ? o->start_ns + (uint64_t)x.timeout * 1000000ull : 0;
     o->inbuf = x.in;
+    op_mem_sync(o);
     o->xs[0].w.fd = po[0];
     o->xs[1].w.fd = pe[0];
     o->win.fd = pi[1];

@@ -66,51 +66,28 @@ static json_t *listing_json(const char *p, size_t n)
     return json_pack("{s:o}", "entries", arr);
 }
 
+/* The answer is written straight from the data: base64 when asked for, or
+ * when the text form would be larger (control bytes take 6 each as JSON
+ * text); "encoding" says which. */
 static void file_read_result(struct op *o)
 {
     json_t *r = o->result;
     o->result = NULL;
     json_int_t size = json_integer_value(json_object_get(r, "size"));
-    size_t n = buf_pending(&o->data);
-    if (o->base64 && n > 65536 && o->c) {
-        /* Big binary reads: write the line directly, base64 needs no JSON
-         * escaping, and we save a copy and a pass over the data. */
-        char *idj = json_dumps(o->id, JSON_COMPACT | JSON_ENCODE_ANY);
-        char head[256];
-        int hl = snprintf(head, sizeof head,
-                          "{\"id\":%s,\"result\":{\"encoding\":\"base64\",\"bytesRead\":%zu,"
-                          "\"size\":%lld,\"eof\":%s,\"data\":\"",
-                          idj ? idj : "null", n, (long long)size,
-                          o->offset + (int64_t)n >= size ? "true" : "false");
-        free(idj);
-        size_t bl = b64_encoded_len(n);
-        char *line = fb_xmalloc((size_t)hl + bl + 4);
-        memcpy(line, head, (size_t)hl);
-        b64_encode((const unsigned char *)buf_head(&o->data), n, line + hl);
-        memcpy(line + hl + bl, "\"}}\n", 4);
-        json_decref(r);
-        buf_free(&o->data);
-        conn_send(o->c, line, (size_t)hl + bl + 4);
-        op_finish(o);
-        return;
-    }
-    json_t *res = json_object();
-    json_t *d;
-    if (o->base64) {
-        char *b = fb_xmalloc(b64_encoded_len(n) + 1);
-        size_t l = b64_encode((const unsigned char *)buf_head(&o->data), n, b);
-        d = json_stringn_nocheck(b, l);
-        free(b);
-    } else {
-        d = str_repaired(buf_head(&o->data), n);
-    }
-    json_object_set_new(res, "data", d);
-    json_object_set_new(res, "encoding", json_string(o->base64 ? "base64" : "utf8"));
-    json_object_set_new(res, "bytesRead", json_integer((json_int_t)n));
-    json_object_set_new(res, "size", json_integer(size));
-    json_object_set_new(res, "eof", json_boolean(o->offset + (int64_t)n >= size));
     json_decref(r);
-    send_result(o->c, o->id, res);
+    size_t n = buf_pending(&o->data);
+    if (o->c) {
+        struct blob b = {"data", (const unsigned char *)buf_head(&o->data), n};
+        bool b64 = o->base64 || blobs_b64_smaller(&b, 1);
+        json_t *small = json_pack("{s:s, s:I, s:I, s:b}", "encoding", b64 ? "base64" : "utf8",
+                                  "bytesRead", (json_int_t)n, "size", size, "eof",
+                                  o->offset + (int64_t)n >= size);
+        size_t len;
+        char *line = result_line_blobs(o->id, small, &b, 1, b64, &len);
+        buf_free(&o->data);
+        op_mem_sync(o);
+        conn_send(o->c, line, len);
+    }
     op_finish(o);
 }
 
@@ -140,8 +117,10 @@ void on_bulk_pipe(struct op *o)
             if (n <= 0)
                 break; /* the helper is gone: init's reply says why */
             buf_consume(&o->data, (size_t)n);
+            op_mem_sync(o);
         }
         buf_free(&o->data);
+        op_mem_sync(o);
         w_close(o->srv, &o->wbulk);
         return;
     }
@@ -165,6 +144,7 @@ void on_bulk_pipe(struct op *o)
             return;
         }
         buf_append(&o->data, buf, (size_t)n);
+        op_mem_sync(o);
     }
 }
 
@@ -220,6 +200,7 @@ void on_file_reply(struct op *o, json_t *h, const char *payload, size_t plen)
         if ((int64_t)plen > o->max)
             plen = (size_t)o->max;
         buf_append(&o->data, payload, plen);
+        op_mem_sync(o);
         file_bulk_done(o);
         return;
     }
@@ -356,6 +337,15 @@ static int fop_params(struct srv *srv, enum fop fop, json_t *params, struct sess
     return perr_set(e, "internal", "no such file operation");
 }
 
+int64_t file_read_reserve(struct srv *srv, json_t *params)
+{
+    json_t *l = json_object_get(params, "length");
+    int64_t n = srv->lim.max_output;
+    if (json_is_integer(l) && json_integer_value(l) >= 0 && json_integer_value(l) < n)
+        n = json_integer_value(l);
+    return (int64_t)b64_encoded_len((size_t)n) + 4096;
+}
+
 void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, struct sess *ss)
 {
     struct srv *srv = c->srv;
@@ -393,10 +383,13 @@ void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->base64 = f.b64;
     o->offset = f.offset;
     o->max = srv->lim.max_output;
+    if (fop == F_READ)
+        o->reserve = file_read_reserve(srv, params);
     if (need_pipe) {
         o->wbulk.fd = fop == F_WRITE ? pipefd[1] : pipefd[0];
         if (fop == F_WRITE)
             buf_append(&o->data, f.wdata, f.wlen);
+        op_mem_sync(o);
         if (w_set(srv, &o->wbulk, fop == F_WRITE ? EPOLLOUT : EPOLLIN) < 0) {
             int er = errno;
             close(fds[0]);

@@ -50,13 +50,16 @@ void m_server_info(struct conn *c, const struct method *m, json_t *id, json_t *p
                                              "ready", srv->pool_ready, "profile", FB_DEFAULT_PROFILE));
     json_object_set_new(r, "profiles", profiles);
     json_object_set_new(r, "methods", methods);
-    json_object_set_new(
-        r, "limits",
-        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "maxMessageBytes", (json_int_t)srv->lim.max_message,
-                  "maxSessionsPerUid", (json_int_t)srv->lim.max_sessions, "maxExecsPerSession",
-                  (json_int_t)srv->lim.max_execs, "maxOutputBytes", (json_int_t)srv->lim.max_output,
-                  "maxReadBytes", (json_int_t)srv->lim.max_output, "maxConnections",
-                  (json_int_t)srv->lim.max_conns));
+    json_t *lim = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "maxMessageBytes",
+                            (json_int_t)srv->lim.max_message, "maxSessionsPerUid",
+                            (json_int_t)srv->lim.max_sessions, "maxExecsPerSession",
+                            (json_int_t)srv->lim.max_execs, "maxOutputBytes",
+                            (json_int_t)srv->lim.max_output, "maxReadBytes",
+                            (json_int_t)srv->lim.max_output, "maxConnections",
+                            (json_int_t)srv->lim.max_conns);
+    json_object_set_new(lim, "memoryPerConnection", json_integer(srv->lim.conn_mem));
+    json_object_set_new(lim, "memoryPerUid", json_integer(srv->lim.uid_mem));
+    json_object_set_new(r, "limits", lim);
     send_result(c, id, r);
 }
 
@@ -90,29 +93,76 @@ static struct sess *named_session(struct conn *c, const struct method *m, json_t
     return ss;
 }
 
-void handle_line(struct conn *c, const char *line, size_t len)
+/* The request's memory, against the budgets (server.h): 0 go on, 1 wait
+ * (c->need says for what), -1 refused (answered). */
+static int admit(struct conn *c, const struct method *m, json_t *id, json_t *params,
+                 size_t linelen)
+{
+    struct srv *srv = c->srv;
+    int64_t in = (int64_t)linelen;
+    const char *key = m->fn == m_exec ? "stdin" : m->fn == m_file && m->arg == F_WRITE ? "data"
+                                                                                     : NULL;
+    int64_t need = 0;
+    if (key) {
+        /* Data that may be held as long as a command does not read it:
+         * refused, not waited for. The line itself is counted already. */
+        json_t *v = json_object_get(params, key);
+        need = json_is_string(v) ? (int64_t)json_string_length(v) : 0;
+        if (!need || !conn_over(c, need - in))
+            return 0;
+    } else if (m->fn == m_file && m->arg == F_READ) {
+        need = file_read_reserve(srv, params);
+        if (!conn_over(c, need))
+            return 0;
+        if (conn_busy(c)) {
+            c->need = need; /* it fits once something of this connection's is done */
+            return 1;
+        }
+        int64_t uid_room = srv->lim.uid_mem - (c->ua ? c->ua->mem : 0);
+        if (need <= uid_room)
+            return 0; /* alone on its connection: may pass the connection's budget */
+    } else {
+        return 0;
+    }
+    struct proto_err e = {0};
+    bool uid = c->ua && srv->lim.uid_mem - c->ua->mem < srv->lim.conn_mem - c->mem;
+    perr_set(&e, "limit_exceeded",
+             "the server holds %lld MiB for this %s already; %lld more bytes do not fit in its "
+             "%lld MiB budget (read the replies, or wait for requests in flight)",
+             (long long)((uid ? c->ua->mem : c->mem) >> 20), uid ? "user" : "connection",
+             (long long)need, (long long)((uid ? srv->lim.uid_mem : srv->lim.conn_mem) >> 20));
+    snprintf(e.limit, sizeof e.limit, "%s", uid ? "memoryPerUid" : "memoryPerConnection");
+    send_error(c, id, &e);
+    return -1;
+}
+
+int handle_line(struct conn *c, const char *line, size_t len)
 {
     struct proto_req req;
     struct proto_err e = {0};
     if (proto_parse_request(line, len, &req, &e) < 0) {
         send_error(c, req.id, &e);
         proto_req_free(&req);
-        return;
+        return 0;
     }
     for (struct op *o = c->ops; o; o = o->cnext) {
         if (json_equal(o->id, req.id)) {
             send_errf(c, req.id, "invalid_request", "id is already in use by a request in flight");
             proto_req_free(&req);
-            return;
+            return 0;
         }
     }
     /* proto_parse_request accepts only listed methods, and every listed
      * method has an entry. */
     const struct method *m = server_method(req.method);
     struct sess *ss = NULL;
+    int a = 0;
     if (!m)
         send_errf(c, req.id, "method_not_found", "unknown method \"%.64s\"", req.method);
+    else if ((a = admit(c, m, req.id, req.params, len)) != 0)
+        ; /* waits, or was refused */
     else if (m->scope == SCOPE_NONE || (ss = named_session(c, m, req.id, req.params)))
         m->fn(c, m, req.id, req.params, ss);
     proto_req_free(&req);
+    return a > 0;
 }

@@ -44,11 +44,22 @@ struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss)
     return o;
 }
 
+void op_mem_sync(struct op *o)
+{
+    int64_t m = (int64_t)(buf_pending(&o->inbuf) + buf_pending(&o->data) +
+                          buf_pending(&o->xs[0].buf) + buf_pending(&o->xs[1].buf)) +
+                o->reserve;
+    if (o->c)
+        conn_mem(o->c, m - o->mem);
+    o->mem = m;
+}
+
 void op_unlink_conn(struct op *o)
 {
     struct conn *c = o->c;
     if (!c)
         return;
+    conn_mem(c, -o->mem); /* from now on its buffers are nobody's */
     if (o->cprev)
         o->cprev->cnext = o->cnext;
     else

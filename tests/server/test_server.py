@@ -120,10 +120,10 @@ class Server:
         with open(self.errf.name) as f:
             return f.read()
 
-    def rss_kb(self):
+    def rss_kb(self, field="VmRSS"):
         with open("/proc/%d/status" % self.pid) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field + ":"):
                     return int(line.split()[1])
         return -1
 
@@ -1446,6 +1446,152 @@ def t_memory(srv):
     rss1 = srv.rss_kb()
     check("10,000 requests: RSS growth %d KiB (< 2 MiB)" % (rss1 - rss0), rss1 - rss0 < 2048, (rss0, rss1))
     c.call("session.destroy", {"session": s})
+
+
+# ------------------------------------------------- memory budgets (issue 12.2, 12.3)
+
+
+def drain(c, ids):
+    """The replies to ids, in whatever order they come."""
+    got = {}
+    for i in ids:
+        _, got[i] = c.wait(i)
+    return got
+
+
+@test
+def t_big_replies_together():
+    """Three collected execs of 16 MiB each finishing together on one
+    connection: every reply arrives whole, and a sleep on the same
+    connection is answered too (the connection is not dropped)."""
+    srv = Server()
+    try:
+        c = srv.conn()
+        s = c.call("session.create")["session"]
+        n = 16 << 20
+        ids = [c.send("exec", {"session": s, "command":
+                               "while [ ! -e /tmp/go ]; do sleep 0.01; done; "
+                               "head -c %d /dev/zero | tr '\\0' a" % n})
+               for _ in range(3)]
+        sl = c.send("exec", {"session": s, "command": "sleep 1; echo slept"})
+        # One file releases all three at once.
+        c.call("file.write", {"session": s, "path": "/tmp/go", "data": ""})
+        got = drain(c, ids + [sl])
+        whole = all(len(got[i]["result"]["stdout"]) == n for i in ids if "result" in got[i])
+        check("three 16 MiB replies at once: all whole", whole and all("result" in got[i] for i in ids),
+              [str(got[i])[:150] for i in ids])
+        check("...and the sleep beside them is answered", got[sl].get("result", {}).get("stdout") == "slept\n",
+              str(got[sl])[:200])
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_memory_budget_reads():
+    """40 pipelined 4 MiB file.reads from a client that does not read its
+    replies: the server holds about the connection's budget, not 40 answers;
+    every answer arrives once the client reads."""
+    srv = Server(["--conn-memory", "16M", "--uid-memory", "64M"])
+    try:
+        c = srv.conn()
+        s = c.call("session.create")["session"]
+        c.call("exec", {"session": s, "command": "head -c 4194304 /dev/urandom > f"})
+        rss0 = srv.rss_kb()
+        c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        ids = [c.send("file.read", {"session": s, "path": "f", "encoding": "base64"}) for _ in range(40)]
+        # Wait until the server has done what it will without a reader.
+        def settled():
+            a = srv.rss_kb()
+            time.sleep(0.3)
+            return abs(srv.rss_kb() - a) < 256 and a
+        wait_for(settled, 20)
+        grown = srv.rss_kb() - rss0
+        check("40 unread 4 MiB reads: server RSS grew %d MiB (budget 16 MiB; < 48)" % (grown >> 10),
+              grown < 48 << 10, grown)
+        got = drain(c, ids)
+        check("...and every read is answered in full once the client reads",
+              all(got[i].get("result", {}).get("bytesRead") == 4194304 for i in ids),
+              [str(got[i])[:120] for i in ids if "result" not in got[i]][:2])
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_memory_control_bytes():
+    """A 16 MiB file of control bytes read as utf8: the answer comes as
+    base64 (as "encoding" says), not as a 96 MiB line of escapes; the
+    server's peak memory stays near the file's size."""
+    srv = Server()
+    try:
+        c = srv.conn()
+        s = c.call("session.create")["session"]
+        c.call("exec", {"session": s, "command": "head -c 16777216 /dev/zero | tr '\\0' '\\1' > f"})
+        peak0 = srv.rss_kb("VmHWM")
+        rss0 = srv.rss_kb()
+        i = c.send("file.read", {"session": s, "path": "f"})
+        line = b""
+        while b"\n" not in c.buf:
+            d = c.s.recv(1 << 20)
+            if not d:
+                break
+            c.buf += d
+        line, c.buf = c.buf.split(b"\n", 1)
+        r = json.loads(line)["result"]
+        ok_data = r["encoding"] == "base64" and base64.b64decode(r["data"]) == b"\x01" * 16777216
+        check("16 MiB of control bytes: a %d MiB answer in base64" % (len(line) >> 20),
+              ok_data and len(line) < 24 << 20, (r.get("encoding"), len(line)))
+        peak = max(srv.rss_kb("VmHWM"), peak0) - rss0
+        check("...server peak %d MiB above its start (< 64)" % (peak >> 10), peak < 64 << 10, peak)
+        _, e = c.try_call("exec", {"session": s, "command": "printf 'a\\001b'"})
+        r = c.call("exec", {"session": s, "command": "printf 'a\\001b'"})
+        check("...small outputs with control bytes stay text", r["encoding"] == "utf8" and r["stdout"] == "a\x01b", r)
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_memory_budget_stdin():
+    """Execs that never read their stdin: beyond the connection's budget the
+    server refuses more stdin with a clear error instead of holding it."""
+    srv = Server(["--conn-memory", "8M", "--uid-memory", "64M"])
+    try:
+        c = srv.conn()
+        s = c.call("session.create")["session"]
+        rss0 = srv.rss_kb()
+        ids = [c.send("exec", {"session": s, "command": "sleep 60", "stdin": "x" * (1 << 20)})
+               for _ in range(16)]
+        refused = None
+        t0 = time.time()
+        while refused is None and time.time() - t0 < 30:
+            m = c.recv()
+            if m and "error" in m:
+                refused = m["error"]
+        check("stdin beyond the 8 MiB budget is refused: limit_exceeded, memoryPerConnection",
+              refused and refused["code"] == "limit_exceeded" and refused.get("limit") == "memoryPerConnection",
+              refused)
+        grown = srv.rss_kb() - rss0
+        running = c.call("session.info", {"session": s})["execs"]["running"]
+        check("...the ones accepted run (%d of 16), the server holds %d MiB (< 16)" %
+              (len(running), grown >> 10), 4 <= len(running) < 16 and grown < 16 << 10, (running, grown))
+        for x in running:
+            c.call("exec.kill", {"session": s, "execId": x})
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_memory_budget_collected():
+    """Collected output beyond the connection's budget is cut and reported
+    as truncated (the command is not blocked)."""
+    srv = Server(["--conn-memory", "4M"])
+    try:
+        c = srv.conn()
+        s = c.call("session.create")["session"]
+        r = c.call("exec", {"session": s, "command": "head -c 10000000 /dev/zero | tr '\\0' a; echo done >&2"})
+        check("10 MB of output under a 4 MiB budget: cut, stdoutTruncated, the command ran to the end",
+              r["stdoutTruncated"] and len(r["stdout"]) <= 4 << 20 and r["exitCode"] == 0, str(r)[:200])
+    finally:
+        srv.cleanup()
 
 
 @test

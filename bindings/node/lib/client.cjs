@@ -105,7 +105,9 @@ function sessionParams(opts) {
 function decodeOut(data, encoding, wantBuffer) {
   if (data === undefined || data === null) return wantBuffer ? Buffer.alloc(0) : '';
   if (wantBuffer) return Buffer.from(data, encoding === 'base64' ? 'base64' : 'utf8');
-  return data;
+  // The server may answer a big text in base64 (more compact when it is
+  // mostly control bytes); `encoding` says so.
+  return encoding === 'base64' ? Buffer.from(data, 'base64').toString('utf8') : data;
 }
 
 function statFromWire(r) {
@@ -325,7 +327,7 @@ class Session {
     if (opts.offset !== undefined) params.offset = opts.offset;
     if (opts.length !== undefined) params.length = opts.length;
     const r = await this._req('file.read', params);
-    if (r.eof || opts.length !== undefined) return r.data;
+    if (r.eof || opts.length !== undefined) return decodeOut(r.data, r.encoding, false);
     // Larger than one message: read the bytes and decode once, so no
     // character is split between two chunks.
     return (await this.readFileBuffer(path, opts)).toString('utf8');

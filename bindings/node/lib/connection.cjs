@@ -59,7 +59,13 @@ class Connection {
     sock.setNoDelay?.(true);
     sock.on('data', (buf) => this._onData(buf));
     sock.on('error', (e) => this._shutdown(new ConnectionError(`connection to fluebox lost: ${e.code || e.message}`, e)));
-    sock.on('close', () => this._shutdown(new ConnectionError('connection to fluebox closed')));
+    sock.on('close', () => {
+      // A close inside a reply line is a lost connection, not a bad line.
+      const part = this._chunks.reduce((n, b) => n + b.length, 0);
+      this._shutdown(new ConnectionError(part
+        ? `connection to fluebox lost in the middle of a reply (${part} bytes of it received)`
+        : 'connection to fluebox closed'));
+    });
     this._updateRef();
   }
 
@@ -179,8 +185,10 @@ class Connection {
     let msg;
     try {
       msg = JSON.parse(line);
-    } catch {
-      this._shutdown(new ProtocolError('parse_error', 'the server sent a line that is not JSON'));
+    } catch (e) {
+      this._shutdown(new ProtocolError('parse_error',
+        `the server sent a line that is not JSON (${line.length} characters, ${e.message}; ` +
+        `it starts ${JSON.stringify(line.slice(0, 40))})`));
       return;
     }
     if (!msg || typeof msg !== 'object') return;

@@ -3,6 +3,7 @@
 import { test, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -175,5 +176,42 @@ describe('trust', () => {
 
   test('a bad serverUid is a TypeError', async () => {
     await assert.rejects(Fluebox.connect({ socket: path.join(tmpdir(), 'x.sock'), serverUid: 'alice' }), TypeError);
+  });
+});
+
+// A one-connection stand-in for the server: answers the first request with
+// `reply` (ID replaced by its id) and closes.
+function standIn(reply) {
+  const sock = path.join(tmpdir(), 'fake.sock');
+  const srv = net.createServer((c) => {
+    let buf = '';
+    c.on('data', (d) => {
+      buf += d;
+      const nl = buf.indexOf('\n');
+      if (nl < 0) return;
+      const req = JSON.parse(buf.slice(0, nl));
+      c.end(reply.replace('ID', JSON.stringify(req.id)));
+      srv.close();
+    });
+  });
+  srv.listen(sock);
+  return new Promise((resolve) => srv.on('listening', () => resolve(sock)));
+}
+
+describe('framing errors say what they are', () => {
+  test('the connection lost inside a reply is a ConnectionError saying so', async () => {
+    const sock = await standIn('{"id":ID,"result":{"name":"fluebox","stdout":"abc');
+    const fb = await Fluebox.connect({ socket: sock });
+    await assert.rejects(fb.serverInfo(), (e) => e instanceof ConnectionError &&
+      /lost in the middle of a reply/.test(e.message));
+    await fb.close();
+  });
+
+  test('a line that is not JSON is a parse_error naming the line', async () => {
+    const sock = await standIn('{"id":ID,"result":nope}\n');
+    const fb = await Fluebox.connect({ socket: sock });
+    await assert.rejects(fb.serverInfo(), (e) => e.code === 'parse_error' &&
+      /not JSON/.test(e.message) && /nope/.test(e.message));
+    await fb.close();
   });
 });

@@ -64,7 +64,9 @@ class ExecResult:
                 return b"" if as_bytes else ""
             if as_bytes:
                 return base64.b64decode(v) if enc == "base64" else v.encode("utf-8")
-            return v
+            # The server may answer a big text in base64 (more compact when
+            # it is mostly control bytes); "encoding" says so.
+            return base64.b64decode(v).decode("utf-8", "replace") if enc == "base64" else v
 
         return cls(
             exit_code=int(r.get("exitCode", -1)),
@@ -691,3 +693,23 @@ import atexit  # noqa: E402
 
 atexit.register(_stop_all_at_exit)
 
+
+
+def cut_reply_message(part: bytes) -> str:
+    """What to say when the connection ends inside a reply line."""
+    return ("connection to fluebox lost in the middle of a reply (%d bytes of it received)"
+            % len(part))
+
+
+def not_json_message(line: bytes, err: Exception) -> str:
+    """What to say about a complete line that does not parse."""
+    return ("the server sent a line that is not JSON (%d bytes, %s; it starts %r)"
+            % (len(line), err, line[:40]))
+
+
+def text_data(r: Mapping[str, Any]) -> str:
+    """file.read's data as text, whichever encoding the server chose."""
+    d = r.get("data") or ""
+    if r.get("encoding") == "base64":
+        return base64.b64decode(d).decode("utf-8", "replace")
+    return d

@@ -24,7 +24,8 @@ from typing import Any, AsyncIterator, Callable, Dict, Generator, List, Mapping,
 
 from . import _common as C
 from ._common import Command, Data, DirEntry, ExecResult, OutputChunk, Stat
-from .errors import CommitError, ConnectionClosed, FlueboxError, SandboxDiedError, TooLarge, from_wire
+from .errors import (CommitError, ConnectionClosed, FlueboxError, ProtocolError, SandboxDiedError,
+                     TooLarge, from_wire)
 
 __all__ = ["AsyncFluebox", "AsyncSession", "AsyncExecStream"]
 
@@ -124,6 +125,9 @@ class _AsyncConnection:
                 line = await self._reader.readline()
                 if not line:
                     break
+                if not line.endswith(b"\n"):
+                    err = ConnectionClosed(C.cut_reply_message(line))
+                    break
                 self._on_line(line)
         except asyncio.CancelledError:
             err = ConnectionClosed("connection closed by the client")
@@ -137,8 +141,8 @@ class _AsyncConnection:
             return
         try:
             msg = json.loads(line)
-        except ValueError:
-            self._shutdown(FlueboxError("parse_error", "the server sent a line that is not JSON"))
+        except ValueError as e:
+            self._shutdown(ProtocolError("parse_error", C.not_json_message(line, e)))
             return
         if not isinstance(msg, dict):
             return
@@ -413,7 +417,7 @@ class AsyncSession:
             params["length"] = length
         r = await self._req("file.read", **params)
         if r.get("eof", True) or length is not None:
-            return r.get("data") or ""
+            return C.text_data(r)
         return (await self.read_bytes(path, offset=offset)).decode("utf-8", "replace")
 
     async def read_bytes(self, path: str, *, offset: int = 0, length: Optional[int] = None) -> bytes:

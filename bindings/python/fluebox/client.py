@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Seque
 
 from . import _common as C
 from ._common import Command, Data, DirEntry, ExecResult, OutputChunk, Stat
-from .errors import CommitError, ConnectionClosed, FlueboxError, SandboxDiedError, TooLarge, from_wire
+from .errors import (CommitError, ConnectionClosed, FlueboxError, ProtocolError, SandboxDiedError,
+                     TooLarge, from_wire)
 
 __all__ = ["Fluebox", "Session", "ExecStream", "Cancelled"]
 
@@ -147,6 +148,9 @@ class _Connection:
                 line = self._rfile.readline()
                 if not line:
                     break
+                if not line.endswith(b"\n"):
+                    err = ConnectionClosed(C.cut_reply_message(line))
+                    break
                 self._on_line(line)
         except (OSError, ValueError) as e:
             if not self._closed:
@@ -159,8 +163,8 @@ class _Connection:
             return
         try:
             msg = json.loads(line)
-        except ValueError:
-            self._shutdown(FlueboxError("parse_error", "the server sent a line that is not JSON"))
+        except ValueError as e:
+            self._shutdown(ProtocolError("parse_error", C.not_json_message(line, e)))
             return
         if not isinstance(msg, dict):
             return
@@ -443,7 +447,7 @@ class Session:
             params["length"] = length
         r = self._req("file.read", **params)
         if r.get("eof", True) or length is not None:
-            return r.get("data") or ""
+            return C.text_data(r)
         return self.read_bytes(path, offset=offset).decode("utf-8", "replace")
 
     def read_bytes(self, path: str, *, offset: int = 0, length: Optional[int] = None) -> bytes:

@@ -1,9 +1,11 @@
 """Fluebox.connect (socket, default socket, private server that exits with
 the client), `python3 -m fluebox`, and installing the package offline."""
 
+import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -13,10 +15,64 @@ import unittest
 import fluebox
 from fluebox import (BinaryNotFound, ConnectionClosed, Fluebox, ServerFailed, UntrustedServer,
                      default_socket_path, find_binary)
+from fluebox.errors import ProtocolError
 
 from helpers import QUICK, REPO, Server, binary, pid_alive, tmpdir, wait_for
 
 PKG = os.path.join(REPO, "bindings", "python")
+
+
+def fake_server(reply: bytes) -> str:
+    """A one-connection stand-in for the server: it answers the first
+    request with `reply` (raw bytes) and closes. Returns the socket path."""
+    path = os.path.join(tmpdir(), "fake.sock")
+    ls = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    ls.bind(path)
+    ls.listen(1)
+
+    def serve():
+        c, _ = ls.accept()
+        f = c.makefile("rb")
+        req = json.loads(f.readline())
+        c.sendall(reply.replace(b"ID", json.dumps(req["id"]).encode()))
+        c.close()
+        ls.close()
+    import threading
+    threading.Thread(target=serve, daemon=True).start()
+    return path
+
+
+class FramingTest(unittest.TestCase):
+    """A broken reply says what broke: the connection, or the line."""
+
+    def test_connection_lost_inside_a_reply(self):
+        path = fake_server(b'{"id":ID,"result":{"name":"fluebox","stdout":"abc')
+        with Fluebox.connect(path) as fb:
+            with self.assertRaises(ConnectionClosed) as cm:
+                fb.server_info()
+        self.assertIn("lost in the middle of a reply", str(cm.exception))
+
+    def test_a_line_that_is_not_json(self):
+        path = fake_server(b'{"id":ID,"result":nope}\n')
+        with Fluebox.connect(path) as fb:
+            with self.assertRaises(ProtocolError) as cm:
+                fb.server_info()
+        self.assertEqual(cm.exception.code, "parse_error")
+        self.assertIn("not JSON", str(cm.exception))
+        self.assertIn("nope", str(cm.exception))
+
+    def test_async_connection_lost_inside_a_reply(self):
+        import asyncio
+        from fluebox.aio import AsyncFluebox
+        path = fake_server(b'{"id":ID,"result":{"name":"flue')
+
+        async def go():
+            fb = await AsyncFluebox.connect(path)
+            with self.assertRaises(ConnectionClosed) as cm:
+                await fb.server_info()
+            await fb.close()
+            self.assertIn("lost in the middle of a reply", str(cm.exception))
+        asyncio.run(go())
 
 
 class ConnectTest(unittest.TestCase):
