@@ -67,6 +67,10 @@ static int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
         sock = def;
     }
     c->path = sock;
+    /* A server that refuses us (too many connections) writes why and
+     * closes: our next write fails with EPIPE, which must not kill us
+     * before we can say so. */
+    signal(SIGPIPE, SIG_IGN);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     if (strlen(sock) >= sizeof sa.sun_path)
         return fb_errf(err, FB_EXIT_SETUP, "socket path too long: %s", sock);
@@ -97,6 +101,9 @@ static void cli_close(struct cli *c)
     c->fd = -1;
 }
 
+static json_t *cli_recv(struct cli *c, struct fb_err *err);
+static void err_from(json_t *er, struct fb_err *err);
+
 static int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id,
                     struct fb_err *err)
 {
@@ -111,8 +118,21 @@ static int cli_send(struct cli *c, const char *method, json_t *params, int64_t *
     s[l] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
     int r = fb_write_all(c->fd, s, l + 1);
     free(s);
-    if (r < 0)
+    if (r < 0) {
+        /* Refused or gone: the server may have said why before closing. */
+        int e = errno;
+        struct fb_err e2 = {0};
+        json_t *m = (e == EPIPE || e == ECONNRESET) ? cli_recv(c, &e2) : NULL;
+        json_t *er = json_object_get(m, "error");
+        if (er) {
+            err_from(er, err);
+            json_decref(m);
+            return -1;
+        }
+        json_decref(m);
+        errno = e;
         return fb_errno(err, FB_EXIT_SETUP, "writing to the server");
+    }
     return 0;
 }
 

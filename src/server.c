@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "options.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -87,6 +88,26 @@ void w_close(struct srv *srv, struct watch *w)
     w->fd = -1;
 }
 
+int fds_free(int64_t *in_use, int64_t *limit)
+{
+    struct rlimit rl;
+    int64_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                      ? (int64_t)rl.rlim_cur : INT32_MAX;
+    int64_t n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        while (readdir(d))
+            n++;
+        closedir(d);
+        n -= 3; /* ".", ".." and the directory's own fd */
+    }
+    if (in_use)
+        *in_use = n;
+    if (limit)
+        *limit = lim;
+    return lim - n > INT32_MAX ? INT32_MAX : (int)(lim - n);
+}
+
 /* A pipe with close-on-exec ends; the server's end is non-blocking. */
 int mkpipe(int fds[2], bool server_reads)
 {
@@ -119,6 +140,8 @@ static int next_timeout_ms(struct srv *srv)
         if (ss->send_retry_ns && ss->send_retry_ns < best)
             best = ss->send_retry_ns;
         for (struct op *o = ss->ops; o; o = o->snext) {
+            if (o->kind == OP_FILE && !o->dead && o->deadline_ns < best)
+                best = o->deadline_ns;
             if (o->kind != OP_EXEC || o->dead)
                 continue;
             if (o->deadline_ns && !o->timed_out && o->deadline_ns < best)
@@ -158,6 +181,8 @@ static void run_timers(struct srv *srv)
                 }
                 if (o->exited && now >= o->grace_ns)
                     exec_maybe_finish(o, true);
+            } else if (o->kind == OP_FILE && !o->dead && now >= o->deadline_ns) {
+                file_timed_out(o);
             }
             o = nx;
         }
@@ -344,6 +369,7 @@ static int64_t *limit_of(struct srv *srv, const char *name)
            : !strcmp(name, "max-sessions") ? &l->max_sessions
            : !strcmp(name, "max-execs")    ? &l->max_execs
            : !strcmp(name, "max-conns")    ? &l->max_conns
+           : !strcmp(name, "max-conns-per-uid") ? &l->max_conns_uid
            : !strcmp(name, "max-output")   ? &l->max_output
            : !strcmp(name, "conn-memory")  ? &l->conn_mem
            : !strcmp(name, "uid-memory")   ? &l->uid_mem
@@ -365,6 +391,15 @@ static int set_size(void *ctx, const struct fb_opt *o, const char *v, struct fb_
     if (fb_parse_size(v, &n) < 0 || n < 1024)
         return fb_errf(err, FB_EXIT_SETUP, "--%s %s: expected a size of at least 1K", o->name, v);
     *limit_of(SRV(ctx), o->name) = n;
+    return 0;
+}
+
+static int set_file_timeout(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    int64_t ms;
+    if (fb_parse_duration_ms(v, &ms) < 0 || ms < 1)
+        return fb_errf(err, FB_EXIT_SETUP, "--file-timeout %s: expected a duration (30s, 2m)", v);
+    SRV(ctx)->lim.file_timeout_ms = ms;
     return 0;
 }
 
@@ -409,6 +444,10 @@ static const struct fb_opt serve_opts[] = {
      NULL},
     {"max-conns", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number, "connections at once (1024)",
      NULL},
+    {"max-conns-per-uid", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number,
+     "connections of one uid other than the server's own (128)", NULL},
+    {"file-timeout", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_file_timeout,
+     "deadline of a file operation (60s)", NULL},
     {"conn-memory", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_size,
      "memory held for one connection: replies, output, stdin, file data (64M)", NULL},
     {"uid-memory", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_size,
@@ -572,11 +611,19 @@ static int serve_start(struct srv *srv)
         }
     }
 
-    /* Every exec holds two or three pipes here: use the hard limit. */
+    /* Every session holds a few descriptors here and every exec two or
+     * three pipes: use the hard limit (sessions check what is left). */
     struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
+    srv->sandbox_nofile = 65536;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        /* Sessions keep what they had before (programs that close every
+         * possible descriptor take long with a million). */
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 65536)
+            srv->sandbox_nofile = (int64_t)rl.rlim_max;
+        if (rl.rlim_cur < rl.rlim_max) {
+            rl.rlim_cur = rl.rlim_max;
+            setrlimit(RLIMIT_NOFILE, &rl);
+        }
     }
     cgroup_sweep_stale();
     int lfd = listen_on(srv, srv->sock_path, &err);
@@ -646,8 +693,8 @@ int cmd_serve(int argc, char **argv)
 {
     struct srv srv = {
         .lim = {.max_message = 16 << 20, .max_sessions = 100, .max_execs = 32,
-                .max_output = 16 << 20, .max_conns = 1024, .pool = 0,
-                .conn_mem = 64 << 20, .uid_mem = 256 << 20},
+                .max_output = 16 << 20, .max_conns = 1024, .max_conns_uid = 128, .pool = 0,
+                .conn_mem = 64 << 20, .uid_mem = 256 << 20, .file_timeout_ms = 60000},
         .ep = -1,
         .lock_fd = -1,
         .ready_fd = -1,

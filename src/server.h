@@ -36,9 +36,11 @@ struct srv_limits {
     int64_t max_execs;
     int64_t max_output;
     int64_t max_conns;
+    int64_t max_conns_uid; /* connections of one uid other than the server's */
     int64_t pool;
     int64_t conn_mem;   /* memory budget of a connection (bytes) */
     int64_t uid_mem;    /* memory budget of all connections of a uid */
+    int64_t file_timeout_ms; /* deadline of a file operation */
 };
 
 /* Memory held for a connection (struct conn.mem): its unparsed input, its
@@ -187,6 +189,7 @@ struct srv {
     uint64_t pool_retry_ns;
     bool pool_warned;          /* the pool's "not applied" note was shown */
     bool stopping;
+    int64_t sandbox_nofile;    /* RLIMIT_NOFILE of sessions that set none */
     struct uacct *uaccts;
     char sock_path[108];
     char *recbuf;              /* SREC_MAX bytes: one record from an init */
@@ -293,6 +296,16 @@ void pool_refill(struct srv *srv);
 /* Relative paths are relative to the session's cwd. */
 int join_path(struct sess *ss, const char *p, char **out, struct proto_err *e, const char *param);
 int mkpipe(int fds[2], bool server_reads);
+/* Descriptors the server may still open (and how many are open, of what
+ * limit). server.c. */
+int fds_free(int64_t *in_use, int64_t *limit);
+/* Descriptors a session holds in the server at most (control socket, pidfd,
+ * egress, cgroup and copy-on-write directories) plus what building it takes,
+ * and what the server keeps free for connections and requests. */
+#define FDS_PER_SESSION 32
+#define FDS_RESERVE 64
+/* Answer "out of file descriptors" (errno EMFILE/ENFILE) plainly. */
+void send_out_of_fds(struct conn *c, json_t *id, const char *what);
 
 /* ---- server_exec.c ---- */
 void exec_kill(struct op *o, int sig);
@@ -307,6 +320,8 @@ void on_exec_record(struct op *o, const char *opn, json_t *h);
 /* The room a file.read's answer needs (base64 of the bytes asked for). */
 int64_t file_read_reserve(struct srv *srv, json_t *params);
 void on_bulk_pipe(struct op *o);
+/* A file operation's deadline passed: answer ETIMEDOUT, end its helper. */
+void file_timed_out(struct op *o);
 /* A reply from init for a file op. */
 void on_file_reply(struct op *o, json_t *h, const char *payload, size_t plen);
 

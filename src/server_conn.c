@@ -242,6 +242,18 @@ void send_errf(struct conn *c, json_t *id, const char *code, const char *fmt, ..
     send_error(c, id, &e);
 }
 
+void send_out_of_fds(struct conn *c, json_t *id, const char *what)
+{
+    int64_t used, lim;
+    fds_free(&used, &lim);
+    struct proto_err e = {0};
+    perr_set(&e, "limit_exceeded",
+             "the server is out of file descriptors (%lld open, limit %lld): %s", (long long)used,
+             (long long)lim, what);
+    snprintf(e.limit, sizeof e.limit, "fileDescriptors");
+    send_error(c, id, &e);
+}
+
 void send_event(struct conn *c, json_t *id, const char *event, json_t *fields)
 {
     if (!c || c->dead) {
@@ -437,6 +449,45 @@ void conn_close(struct conn *c)
     bury(c->srv, GRAVE_CONN, c);
 }
 
+/* Slots of --max-conns that only the server's own uid may take, so that
+ * other uids (when the socket is opened to them) cannot lock it out. */
+static int64_t owner_reserve(const struct srv *srv)
+{
+    int64_t r = srv->lim.max_conns / 4;
+    return r < 1 ? 1 : r > 64 ? 64 : r;
+}
+
+/* Is a connection from uid over a limit? Fills e. */
+static bool refuse_conn(struct srv *srv, uid_t uid, struct proto_err *e)
+{
+    const struct srv_limits *l = &srv->lim;
+    unsigned mine = 0;
+    for (struct uacct *a = srv->uaccts; a; a = a->next)
+        if (a->uid == uid)
+            mine = a->conns;
+    bool owner = uid == geteuid();
+    if ((int64_t)srv->nconns >= l->max_conns) {
+        perr_set(e, "limit_exceeded", "too many connections (%lld)", (long long)l->max_conns);
+        snprintf(e->limit, sizeof e->limit, "connections");
+        return true;
+    }
+    if (owner)
+        return false;
+    if ((int64_t)mine >= l->max_conns_uid) {
+        perr_set(e, "limit_exceeded", "too many connections from uid %u (%lld)", (unsigned)uid,
+                 (long long)l->max_conns_uid);
+        snprintf(e->limit, sizeof e->limit, "connectionsPerUid");
+        return true;
+    }
+    if ((int64_t)srv->nconns >= l->max_conns - owner_reserve(srv)) {
+        perr_set(e, "limit_exceeded", "too many connections (the last %lld are kept for uid %u)",
+                 (long long)owner_reserve(srv), (unsigned)geteuid());
+        snprintf(e->limit, sizeof e->limit, "connections");
+        return true;
+    }
+    return false;
+}
+
 void on_accept(struct srv *srv)
 {
     for (int k = 0; k < 64; k++) {
@@ -456,14 +507,10 @@ void on_accept(struct srv *srv)
             close(fd);
             continue;
         }
-        if ((int64_t)srv->nconns >= srv->lim.max_conns || srv->stopping) {
-            struct proto_err e = {0};
+        struct proto_err e = {0};
+        if (srv->stopping || refuse_conn(srv, cr.uid, &e)) {
             if (srv->stopping)
                 perr_set(&e, "shutting_down", "the server is stopping");
-            else {
-                perr_set(&e, "limit_exceeded", "too many connections");
-                snprintf(e.limit, sizeof e.limit, "connections");
-            }
             size_t len;
             char *line = proto_error_line(NULL, &e, &len);
             ssize_t w = write(fd, line, len);

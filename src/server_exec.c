@@ -447,6 +447,8 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
         close_fds(p, 6);
         json_decref(h);
         buf_free(&x.in);
+        if (er == EMFILE || er == ENFILE)
+            return send_out_of_fds(c, id, "the command cannot be started");
         return send_errf(c, id, proto_errno_name(er), "cannot create pipes: %s", strerror(er));
     }
     struct op *o = op_new(OP_EXEC, c, id, ss);

@@ -5,6 +5,7 @@
 #include "server.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <string.h>
 
 /* ---- file ops: results ---- */
@@ -337,6 +338,26 @@ static int fop_params(struct srv *srv, enum fop fop, json_t *params, struct sess
     return perr_set(e, "internal", "no such file operation");
 }
 
+void file_timed_out(struct op *o)
+{
+    /* Whatever serves it in the session (a helper process of init's, which
+     * code in the session could have stopped) is killed; init answers no
+     * more for this tag. */
+    if (o->ss)
+        sess_send(o->ss,
+                  json_pack("{s:s, s:I, s:I, s:i}", "op", "kill", "t", (json_int_t)0, "target",
+                            (json_int_t)o->tag, "sig", SIGKILL),
+                  NULL, 0, NULL, 0);
+    struct proto_err e = {0};
+    e.code = "ETIMEDOUT";
+    snprintf(e.message, sizeof e.message,
+             "%s: the file operation took longer than %lld ms (--file-timeout) and was ended",
+             o->path ? o->path : "", (long long)o->srv->lim.file_timeout_ms);
+    e.path = o->path ? fb_xstrdup(o->path) : NULL;
+    send_error(o->c, o->id, &e);
+    op_finish(o);
+}
+
 int64_t file_read_reserve(struct srv *srv, json_t *params)
 {
     json_t *l = json_object_get(params, "length");
@@ -368,6 +389,13 @@ void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, 
         bool server_reads = fop != F_WRITE;
         if (mkpipe(pipefd, server_reads) < 0) {
             int er = errno;
+            if (er == EMFILE || er == ENFILE) {
+                json_decref(f.h);
+                free(f.wdata);
+                free(abs);
+                free(f.abs2);
+                return send_out_of_fds(c, id, "the file operation cannot be done");
+            }
             perr_set(&e, proto_errno_name(er), "cannot create a pipe: %s", strerror(er));
             goto bad;
         }
@@ -383,6 +411,7 @@ void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->base64 = f.b64;
     o->offset = f.offset;
     o->max = srv->lim.max_output;
+    o->deadline_ns = now_ns() + (uint64_t)srv->lim.file_timeout_ms * 1000000ull;
     if (fop == F_READ)
         o->reserve = file_read_reserve(srv, params);
     if (need_pipe) {

@@ -57,6 +57,7 @@ void m_server_info(struct conn *c, const struct method *m, json_t *id, json_t *p
                             (json_int_t)srv->lim.max_output, "maxReadBytes",
                             (json_int_t)srv->lim.max_output, "maxConnections",
                             (json_int_t)srv->lim.max_conns);
+    json_object_set_new(lim, "maxConnectionsPerUid", json_integer(srv->lim.max_conns_uid));
     json_object_set_new(lim, "memoryPerConnection", json_integer(srv->lim.conn_mem));
     json_object_set_new(lim, "memoryPerUid", json_integer(srv->lim.uid_mem));
     json_object_set_new(r, "limits", lim);

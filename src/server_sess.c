@@ -528,6 +528,14 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
         policy_free(&p);
         return send_error(c, id, &e);
     }
+    if (!p.limits.nofile)
+        p.limits.nofile = srv->sandbox_nofile;
+    /* Say so now rather than let the build fail half-way on EMFILE with
+     * whatever step it was at. */
+    if (fds_free(NULL, NULL) < FDS_PER_SESSION + FDS_RESERVE) {
+        policy_free(&p);
+        return send_out_of_fds(c, id, "no new session");
+    }
     pool_take_or_spawn(c, id, &p, &sp);
 }
 
@@ -628,6 +636,10 @@ void pool_refill(struct srv *srv)
     if (srv->stopping || srv->lim.pool <= 0 || now_ns() < srv->pool_retry_ns)
         return;
     while (srv->pool_ready + srv->pool_pending < srv->lim.pool) {
+        if (fds_free(NULL, NULL) < FDS_PER_SESSION + FDS_RESERVE) {
+            srv->pool_retry_ns = now_ns() + 2000000000ull; /* out of descriptors: later */
+            return;
+        }
         struct fb_session *s = session_new();
         struct fb_err err = {0};
         policy_free(&s->pol);
@@ -637,6 +649,8 @@ void pool_refill(struct srv *srv)
             srv->pool_retry_ns = now_ns() + 10000000000ull;
             return;
         }
+        if (!s->pol.limits.nofile)
+            s->pol.limits.nofile = srv->sandbox_nofile;
         /* Say what cannot be applied once, not at every refill. */
         s->pol.quiet = s->pol.quiet || srv->pool_warned;
         srv->pool_warned = true;

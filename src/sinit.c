@@ -835,11 +835,18 @@ static void op_kill(json_t *h)
 {
     int64_t target = hint(h, "target", -1);
     int sig = (int)hint(h, "sig", SIGKILL);
-    struct job *j = exec_by_tag(target);
-    if (!j || sig <= 0 || sig >= 32)
+    if (sig <= 0 || sig >= 32)
         return;
-    if (kill(-j->pid, sig) < 0)
-        kill(j->pid, sig);
+    struct job *j = exec_by_tag(target);
+    if (j) {
+        if (kill(-j->pid, sig) < 0)
+            kill(j->pid, sig);
+        return;
+    }
+    /* A file operation's helper (its deadline passed at the server). */
+    for (size_t i = 0; i < njobs; i++)
+        if (jobs[i].tag == target && jobs[i].kind != J_EXEC)
+            kill(jobs[i].pid, SIGKILL);
 }
 
 static void dispatch(json_t *h, const char *payload, size_t plen, int *fds, size_t nfds)

@@ -1448,6 +1448,162 @@ def t_memory(srv):
     c.call("session.destroy", {"session": s})
 
 
+# ------------------------------------------------- fairness and limits (issue 12.4)
+
+HOLD_CONNS = r"""
+import json, socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+held, out = [], []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    try:
+        s.sendall(b'{"id":1,"method":"server.info"}\n')
+    except OSError:
+        pass  # refused: the reason is there to read
+    f = s.makefile("rb")
+    m = json.loads(f.readline() or b"{}")
+    out.append(m.get("error", {}).get("limit") or ("ok" if "result" in m else "closed"))
+    held.append((s, f))
+print(json.dumps(out), flush=True)
+sys.stdin.read()  # hold them until told
+"""
+
+
+def hold_as(user, sock, n):
+    """A process of `user` that opens n connections and holds them: (proc, outcomes)."""
+    p = subprocess.Popen(["setpriv", "--reuid=" + user, "--regid=" + user, "--init-groups", PY, "-c",
+                          HOLD_CONNS, sock, str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    return p, json.loads(p.stdout.readline() or b"[]")
+
+
+@test
+def t_conn_limits_per_uid():
+    """Another uid gets at most --max-conns-per-uid connections and never the
+    last slots, which are kept for the server's own uid."""
+    if not ROOT or not user_exists(TUSER):
+        ok("connection limits per uid # SKIP needs root and user %s" % TUSER)
+        return
+    srv = Server(["--max-conns", "20", "--max-conns-per-uid", "4"])
+    try:
+        os.chmod(srv.sock, 0o666)
+        p, got = hold_as(TUSER, srv.sock, 6)
+        check("another uid: 4 connections, then connectionsPerUid", got == ["ok"] * 4 + ["connectionsPerUid"] * 2, got)
+        p.communicate(b"")
+    finally:
+        srv.cleanup()
+    srv = Server(["--max-conns", "20", "--max-conns-per-uid", "100"])
+    try:
+        os.chmod(srv.sock, 0o666)
+        p, got = hold_as(TUSER, srv.sock, 20)
+        check("another uid cannot take the owner's reserve: 15 of 20, then connections",
+              got == ["ok"] * 15 + ["connections"] * 5, got)
+        c = srv.conn()
+        check("...and the owner still gets in", c.call("server.info")["protocol"] == 1)
+        c.close()
+        p.communicate(b"")
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_cli_refused_not_killed():
+    """A refused CLI (all connections taken) says why; SIGPIPE does not kill it."""
+    srv = Server(["--max-conns", "2"])
+    try:
+        held, refused = [], 0
+        while len(held) < 10 and refused < 3:  # take every slot (a probe of the start may hold one briefly)
+            h = srv.conn()
+            try:
+                h.call("server.info")
+            except (OSError, EOFError, fbc.Error):
+                h.close()
+                refused += 1
+                continue
+            held.append(h)
+            refused = 0
+        bad = []
+        for _ in range(5):
+            r = subprocess.run([FB, "session", "ls", "--socket", srv.sock], capture_output=True, text=True, timeout=30)
+            if r.returncode != 125 or "too many connections" not in r.stderr:
+                bad.append((r.returncode, r.stderr[-200:]))
+        check("session ls when refused: exit 125 and the reason, 5 of 5 times (no SIGPIPE)", not bad, bad)
+        [h.close() for h in held]
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_out_of_fds():
+    """Near its descriptor limit the server says so plainly, and keeps
+    serving; a destroyed session gives its descriptors back."""
+    if not shutil.which("prlimit"):
+        ok("out of descriptors # SKIP missing: prlimit")
+        return
+    srv = Server(wrap=["prlimit", "--nofile=200:200", "--"])
+    try:
+        c = srv.conn()
+        made, err = [], None
+        for _ in range(150):
+            r, e = c.try_call("session.create")
+            if e:
+                err = e
+                break
+            made.append(r["session"])
+        check("sessions until the descriptors run out (%d): limit_exceeded, fileDescriptors" % len(made),
+              err and err["code"] == "limit_exceeded" and err.get("limit") == "fileDescriptors" and
+              "file descriptors" in err["message"], err)
+        x = c.call("exec", {"session": made[0], "command": "echo still"}) if made else {}
+        check("...the sessions there still work", x.get("stdout") == "still\n", x)
+        for s in made[:4]:
+            c.call("session.destroy", {"session": s})
+        r, e = c.try_call("session.create")
+        check("...and after destroying some, a create works again", r and not e, e)
+    finally:
+        srv.cleanup()
+
+
+STOPPER = r"""
+while :; do
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    [ "$p" = 1 ] || [ "$p" = $$ ] || {
+      read -r _ _ _ pp _ < "$d/stat" 2>/dev/null && [ "$pp" = 1 ] && kill -STOP "$p" 2>/dev/null
+    }
+  done
+done
+"""
+
+
+@test
+def t_file_deadline():
+    """Code in the session stops every other child of its init (where a
+    file operation's helper runs): file.read still answers, with ETIMEDOUT
+    at the deadline, and the next one works once the stopper is gone."""
+    srv = Server(["--file-timeout", "2s"])
+    try:
+        c = srv.conn()
+        s = c.call("session.create")["session"]
+        c.call("exec", {"session": s, "command": "head -c 16000000 /dev/urandom > big"})
+        st = c.send("exec", {"session": s, "command": STOPPER, "stream": True, "execId": "stopper"})
+        # Each read's helper lives a few ms: the stopper catches some of them.
+        outcomes = []
+        while len(outcomes) < 40 and "ETIMEDOUT" not in outcomes:
+            r, e = c.try_call("file.read", {"session": s, "path": "big", "encoding": "base64"})
+            outcomes.append(e["code"] if e else r["bytesRead"])
+            if e and e["code"] == "ETIMEDOUT":
+                timeout_err = e
+        check("file.read with its helper stopped: ETIMEDOUT at the deadline, not a hang",
+              "ETIMEDOUT" in outcomes and "file-timeout" in timeout_err["message"] and
+              all(x in ("ETIMEDOUT", 16000000) for x in outcomes), outcomes)
+        c.call("exec.kill", {"session": s, "execId": "stopper"})
+        c.wait(st)
+        r = c.call("file.read", {"session": s, "path": "big", "encoding": "base64"})
+        check("...and the next read works", r["bytesRead"] == 16000000, str(r)[:100])
+    finally:
+        srv.cleanup()
+
+
 # ------------------------------------------------- memory budgets (issue 12.2, 12.3)
 
 
