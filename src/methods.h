@@ -30,6 +30,7 @@
     X("server.info", m_server_info, SCOPE_NONE, 0)                   \
     X("workspace.diff", m_workspace, SCOPE_LIVE, 0)                   \
     X("workspace.commit", m_workspace, SCOPE_LIVE, 0)                 \
-    X("workspace.reset", m_workspace, SCOPE_LIVE, 0)
+    X("workspace.reset", m_workspace, SCOPE_LIVE, 0)                   \
+    X("workspace.cancel", m_workspace_cancel, SCOPE_LIVE, 0)
 
 #endif

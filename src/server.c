@@ -139,6 +139,8 @@ static int next_timeout_ms(struct srv *srv)
         }
         if (ss->send_retry_ns && ss->send_retry_ns < best)
             best = ss->send_retry_ns;
+        if (ss->ws && ws_next_progress(ss) < best)
+            best = ws_next_progress(ss);
         for (struct op *o = ss->ops; o; o = o->snext) {
             if (o->kind == OP_FILE && !o->dead && o->deadline_ns < best)
                 best = o->deadline_ns;
@@ -171,6 +173,8 @@ static void run_timers(struct srv *srv)
             continue;
         if (ss->send_retry_ns && now >= ss->send_retry_ns)
             outq_flush(ss);
+        if (ss->ws)
+            ws_progress(ss, now);
         struct op *o = ss->ops;
         while (o) {
             struct op *nx = o->snext;
@@ -246,6 +250,7 @@ static int listen_on(struct srv *srv, const char *path, struct fb_err *err)
 static void shutdown_all(struct srv *srv)
 {
     srv->stopping = true;
+    ws_shutdown(srv);
     w_close(srv, &srv->wlisten);
     unlink(srv->sock_path);
     /* Answer whatever is in flight, kill every sandbox. */
@@ -546,6 +551,9 @@ static void dispatch(struct srv *srv, struct watch *w, uint32_t ev)
             egress_dispatch(ss->s->sb.egress);
         break;
     }
+    case W_WS:
+        ws_on_done(srv);
+        break;
     case W_PIPE: {
         struct op *o = w->ptr;
         if (o->dead)
@@ -632,7 +640,7 @@ static int serve_start(struct srv *srv)
         return FB_EXIT_SETUP;
     }
     srv->ep = epoll_create1(EPOLL_CLOEXEC);
-    if (srv->ep < 0 || worker_start(&err) < 0) {
+    if (srv->ep < 0 || worker_start(&err) < 0 || ws_start(srv, &err) < 0) {
         fb_warn("%s", srv->ep < 0 ? "epoll_create1 failed" : err.msg);
         unlink(srv->sock_path);
         return FB_EXIT_SETUP;
@@ -702,6 +710,7 @@ int cmd_serve(int argc, char **argv)
     w_init(&srv.wlisten, W_LISTEN, 0, NULL, -1);
     w_init(&srv.wsig, W_SIG, 0, NULL, -1);
     w_init(&srv.wworker, W_WORKER, 0, NULL, -1);
+    w_init(&srv.wws, W_WS, 0, NULL, -1);
     foreign_rules_default(&srv.foreign);
     const char *sock = NULL;
     int r = parse_serve_args(&srv, argc, argv, &sock);

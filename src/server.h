@@ -26,6 +26,7 @@
 #include "proto.h"
 #include "session.h"
 
+#include <pthread.h>
 #include <sys/epoll.h>
 
 /* ---- limits (docs/protocol.md section 5) ---- */
@@ -58,7 +59,7 @@ struct srv_limits {
 
 /* ---- objects ---- */
 
-enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_EGRESS, W_PIPE };
+enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_EGRESS, W_PIPE, W_WS };
 
 struct watch {
     enum wkind kind;
@@ -70,6 +71,7 @@ struct watch {
 
 struct srv;
 struct op;
+struct wsjob;
 
 /* What the connections of one uid hold. */
 struct uacct {
@@ -118,11 +120,13 @@ struct sess {
     unsigned running_execs;
     bool dying;      /* destroy requested / expired */
     bool in_pool;
+    struct wsjob *ws;   /* the workspace operation running, or NULL */
+    bool release_wait;  /* released once it is done */
     bool dead;       /* freed at the end of the iteration */
     struct sess *next, *prev;
 };
 
-enum opkind { OP_CREATE, OP_DESTROY, OP_EXEC, OP_FILE };
+enum opkind { OP_CREATE, OP_DESTROY, OP_EXEC, OP_FILE, OP_WS };
 enum fop { F_READ, F_WRITE, F_STAT, F_EXISTS, F_READDIR, F_MKDIR, F_RM, F_RENAME, F_COUNT };
 
 struct xstream {
@@ -168,6 +172,8 @@ struct op {
     uint64_t start_ns, end_ns, deadline_ns, grace_ns;
     /* create */
     struct fb_session *pending; /* being spawned */
+    /* workspace */
+    struct wsjob *ws;
 };
 
 /* The graveyard: freed at the end of each loop iteration. */
@@ -194,7 +200,9 @@ struct srv {
     char sock_path[108];
     char *recbuf;              /* SREC_MAX bytes: one record from an init */
     struct grave *graves;
-    struct watch wlisten, wsig, wworker;
+    struct watch wlisten, wsig, wworker, wws;
+    pthread_mutex_t ws_mu;     /* guards ws_done */
+    struct wsjob *ws_done;     /* finished workspace operations (server_ws.c) */
     uint64_t listen_paused_until;
     int lock_fd;
     int ready_fd;
@@ -264,7 +272,7 @@ int handle_line(struct conn *c, const char *line, size_t len);
 
 /* The handlers (the table lists them, methods.h). */
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
-    m_exec_kill, m_file, m_server_info, m_workspace;
+    m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel;
 
 /* ---- ops (server_sess.c) ---- */
 struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);
@@ -289,6 +297,8 @@ void sess_unwatch(struct sess *ss);
 void sess_free(struct sess *ss);
 void outq_flush(struct sess *ss);
 void outq_free(struct sess *ss);
+/* Give the sandbox back (via the worker); waits for a workspace operation. */
+void sess_release(struct sess *ss);
 void on_ctl(struct sess *ss);
 void spawn_done(struct srv *srv, struct fb_session *s);
 void release_done(struct srv *srv, struct fb_session *s);
@@ -315,6 +325,16 @@ void exec_maybe_finish(struct op *o, bool force);
 void on_exec_pipe(struct op *o, int sub);
 /* A record from init about an exec ("started", "exit", "reply"). */
 void on_exec_record(struct op *o, const char *opn, json_t *h);
+
+/* ---- server_ws.c ---- */
+int ws_start(struct srv *srv, struct fb_err *err);
+void ws_on_done(struct srv *srv);          /* its eventfd is readable */
+void ws_cancel(struct wsjob *j);
+void ws_forget_op(struct op *o);           /* the request is gone: stop its work */
+/* Send a progress event when one is due; when the next one is. */
+void ws_progress(struct sess *ss, uint64_t now);
+uint64_t ws_next_progress(const struct sess *ss); /* UINT64_MAX: none */
+void ws_shutdown(struct srv *srv);         /* cancel and join every operation */
 
 /* ---- server_file.c ---- */
 /* The room a file.read's answer needs (base64 of the bytes asked for). */

@@ -433,6 +433,8 @@ void conn_close(struct conn *c)
         if (o->kind == OP_EXEC) {
             exec_kill(o, SIGKILL);
             exec_pause(o, false); /* keep draining so the command is not stuck */
+        } else if (o->kind == OP_WS) {
+            ws_cancel(o->ws); /* nobody wants its answer */
         }
     }
     if (c->prev)

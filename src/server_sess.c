@@ -92,6 +92,7 @@ void op_finish(struct op *o)
         return;
     o->dead = true;
     struct conn *c = o->c;
+    ws_forget_op(o);
     if (o->kind == OP_EXEC && o->ss && o->ss->running_execs > 0)
         o->ss->running_execs--;
     op_unlink_conn(o);
@@ -308,7 +309,7 @@ static void sess_fail_ops(struct sess *ss, const char *code, const char *why)
     struct op *o = ss->ops;
     while (o) {
         struct op *nx = o->snext;
-        if (o->kind == OP_EXEC || o->kind == OP_FILE) {
+        if (o->kind == OP_EXEC || o->kind == OP_FILE || o->kind == OP_WS) {
             send_errf(o->c, o->id, code, "%s", why);
             op_finish(o);
         }
@@ -316,10 +317,16 @@ static void sess_fail_ops(struct sess *ss, const char *code, const char *why)
     }
 }
 
-static void sess_release(struct sess *ss)
+void sess_release(struct sess *ss)
 {
     if (ss->s->releasing)
         return;
+    if (ss->ws) {
+        /* Its thread uses the copy-on-write layer: stop it, then release. */
+        ws_cancel(ss->ws);
+        ss->release_wait = true;
+        return;
+    }
     outq_free(ss);
     sess_unwatch(ss);
     if (!ss->s->spawned) {

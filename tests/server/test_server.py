@@ -1604,6 +1604,64 @@ def t_file_deadline():
         srv.cleanup()
 
 
+@test
+def t_workspace_off_loop():
+    """A workspace.diff of 150,000 new files runs beside the event loop:
+    another client is answered meanwhile, progress events come while it
+    runs, and workspace.cancel stops a commit before it changes the host."""
+    srv = Server(["--max-message", "64M"])
+    ws = tempfile.mkdtemp(prefix="fbws.")
+    os.chmod(ws, 0o777)
+    try:
+        c = srv.conn()
+        s = c.call("session.create", {"workspace": ws, "cow": True, "limits": {"disk": "1G"}})["session"]
+        x = c.call("exec", {"session": s, "timeoutMs": 600000, "command":
+                            "mkdir -p /workspace/t && cd /workspace/t && "
+                            "for a in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do mkdir $a; (cd $a && seq 10000 | xargs touch); done"})
+        if not check("workspace off the loop: 150,000 files made", x["exitCode"] == 0, x):
+            return
+        other = srv.conn()
+        d = c.send("workspace.diff", {"session": s, "diffs": False})
+        sent_at = time.monotonic()
+        got = {}
+
+        def diff_reply():
+            got["diff"] = c.wait(d)
+            got["diff_at"] = time.monotonic()
+        t = threading.Thread(target=diff_reply)
+        t.start()
+        info = other.call("server.info")
+        info_at = time.monotonic()
+        t.join()
+        evs, r = got["diff"]
+        progress = [e for e in evs if e.get("event") == "progress"]
+        check("...the diff is answered (%d changes, %d progress events)" %
+              (len(r.get("result", {}).get("changes", [])), len(progress)),
+              "result" in r and len(r["result"]["changes"]) >= 150000, str(r)[:200])
+        check("...progress events say the phase and count items",
+              all(e["method"] == "workspace.diff" and e["phase"] in ("scan", "diff") and e["done"] >= 0
+                  for e in progress) and any(e["done"] > 0 for e in progress), progress[:2])
+        check("...another client was served while the diff ran",
+              info.get("protocol") == 1 and (info_at < got["diff_at"] or got["diff_at"] - sent_at < 0.5),
+              "server.info answered %.2fs after the diff" % (info_at - got["diff_at"]))
+        cm = c.send("workspace.commit", {"session": s})
+        cancel = c.call("workspace.cancel", {"session": s})
+        _, r = c.wait(cm)
+        if cancel["cancelled"]:
+            stopped = ("error" in r and r["error"]["code"] == "cancelled") or \
+                      ("result" in r and not r["result"]["committed"] and "cancel" in (r["result"]["reason"] or ""))
+            check("...workspace.cancel stops the commit", stopped, str(r)[:300])
+            if "error" in r:
+                check("...a commit cancelled before it started changed nothing on the host",
+                      not os.path.exists(os.path.join(ws, "t")))
+        else:
+            check("...a commit that finished before the cancel is whole", r.get("result", {}).get("committed"), str(r)[:200])
+        c.call("session.destroy", {"session": s})
+    finally:
+        srv.cleanup()
+        shutil.rmtree(ws, ignore_errors=True)
+
+
 # ------------------------------------------------- memory budgets (issue 12.2, 12.3)
 
 
