@@ -10,10 +10,11 @@
  * server's tag for the request). Server -> init ops: exec, kill, read, write,
  * stat, exists, readdir, mkdir, rm, rename. Init -> server: started, exit,
  * reply (result or errno). Bulk data (file contents over SREC_INLINE bytes,
- * big listings) goes through a pipe the server passes with the request, and
- * a helper process forked by init copies it, so init never holds a large
- * buffer and never blocks on a slow reader. The server treats everything
- * init sends as untrusted input. */
+ * big listings) goes through a pipe the server passes with the request;
+ * init moves it itself in chunks when the pipe is ready (non-blocking), so
+ * it never blocks on a slow reader and code in the session (which cannot
+ * signal the namespace's init) cannot hold it up. The server treats
+ * everything init sends as untrusted input. */
 #ifndef FB_SESSION_H
 #define FB_SESSION_H
 

@@ -13,9 +13,11 @@
  *            Opens use openat2(RESOLVE_NO_MAGICLINKS) where available, refuse
  *            /proc (its "self" would be this init), and handle only regular
  *            files for read/write (a FIFO would block init).
- *   bulk     file contents over SREC_INLINE, big listings and recursive
- *            removal run in a forked helper that talks to the server's pipe,
- *            so init never blocks on a slow reader and holds no big buffer.
+ *   bulk     file contents over SREC_INLINE and big listings go through
+ *            the server's pipe, moved by init itself a chunk at a time when
+ *            the pipe is ready (see "bulk transfers"): code in the session
+ *            cannot stop init as it could a helper. Recursive removal runs
+ *            in a forked helper (the server's deadline bounds it).
  *
  * init also reaps every orphan. If the server goes away (EOF on the control
  * socket) init exits, which kills everything in the sandbox. */
@@ -245,13 +247,14 @@ static pid_t raw_fork(void)
     return (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
 }
 
-/* Fork a helper for bulk work. It keeps the fds it needs, drops the
- * control socket, and exits with 0 or an errno value. */
+/* Fork a helper (recursive removal). It needs no descriptor (not the
+ * control socket, not the transfers' pipes, whose end it would hold open),
+ * and exits with 0 or an errno value. */
 static pid_t helper_fork(void)
 {
     pid_t pid = raw_fork();
     if (pid == 0) {
-        close(ctl_fd);
+        syscall(SYS_close_range, 3, ~0U, 0);
         signal(SIGPIPE, SIG_DFL);
         sigset_t none;
         sigemptyset(&none);
@@ -262,25 +265,187 @@ static pid_t helper_fork(void)
     return pid;
 }
 
-static int copy_fd(int in, int out, int64_t n, bool use_pread, off_t off)
+/* ---- bulk transfers ----
+ *
+ * Contents and listings over SREC_INLINE go through a pipe the server
+ * passed with the request. Init moves them itself, a chunk at a time when
+ * the pipe is ready, between the other requests of its loop: init is the
+ * pid namespace's init, so code in the session cannot stop or kill it
+ * (SIGSTOP and SIGKILL from inside the namespace do not reach it), as it
+ * could a helper process. The server's pipe end being slow never blocks
+ * init: its end is non-blocking. */
+
+#define XFER_CHUNK 65536
+
+struct xfer {
+    int64_t tag;
+    enum job_kind kind; /* J_READ: file -> pipe; J_WRITE: pipe -> file; J_LIST: buf -> pipe */
+    int file, pipe;
+    int64_t left;       /* bytes still to move */
+    off_t off;          /* J_READ: where in the file */
+    char *buf;          /* J_LIST: the listing; else one chunk */
+    size_t blen, boff;  /* bytes in buf, bytes of them sent */
+    int64_t moved;
+    int err;
+    /* J_WRITE: where the data lands (see file.write below) */
+    int dir;
+    off_t keep;
+    bool excl;
+    char tmp[64], name[256];
+    struct xfer *next;
+};
+
+static struct xfer *xfers;
+
+static int write_finish(int e, int fd, off_t keep, int dir, const char *tmp, const char *name,
+                        bool excl);
+
+static struct xfer *xfer_add(int64_t tag, enum job_kind kind, int file, int pipefd, int64_t n,
+                             off_t off, char *buf, size_t blen)
 {
-    static char buf[65536];
-    while (n > 0) {
-        size_t want = n > (int64_t)sizeof buf ? sizeof buf : (size_t)n;
-        ssize_t r = use_pread ? pread(in, buf, want, off) : read(in, buf, want);
-        if (r < 0) {
-            if (errno == EINTR)
+    struct xfer *x = fb_xcalloc(1, sizeof *x);
+    x->dir = -1;
+    x->tag = tag;
+    x->kind = kind;
+    x->file = file;
+    x->pipe = fcntl(pipefd, F_DUPFD_CLOEXEC, 3); /* the loop closes the one received */
+    if (x->pipe >= 0)
+        fcntl(x->pipe, F_SETFL, fcntl(x->pipe, F_GETFL) | O_NONBLOCK);
+    else
+        x->err = errno;
+    x->left = n;
+    x->off = off;
+    x->buf = buf ? buf : fb_xmalloc(XFER_CHUNK);
+    x->blen = blen;
+    x->next = xfers;
+    xfers = x;
+    return x;
+}
+
+/* Move what can be moved now. True when the transfer is over. */
+static bool xfer_step(struct xfer *x)
+{
+    if (x->err)
+        return true;
+    for (int k = 0; k < 16; k++) {
+        if (x->kind == J_WRITE) {
+            if (!x->left)
+                return true;
+            size_t want = x->left < XFER_CHUNK ? (size_t)x->left : XFER_CHUNK;
+            ssize_t r = read(x->pipe, x->buf, want);
+            if (r < 0 && errno == EINTR)
                 continue;
-            return errno;
+            if (r < 0 && errno == EAGAIN)
+                return false;
+            if (r <= 0) {
+                x->err = r < 0 ? errno : EPIPE; /* the server gave up */
+                return true;
+            }
+            if (fb_write_all(x->file, x->buf, (size_t)r) < 0) {
+                x->err = errno ? errno : EIO;
+                return true;
+            }
+            x->left -= r;
+            x->moved += r;
+            continue;
         }
-        if (r == 0)
-            return use_pread ? 0 : EPIPE; /* file shrank / sender gave up */
-        if (fb_write_all(out, buf, (size_t)r) < 0)
-            return errno ? errno : EIO;
-        n -= r;
-        off += r;
+        if (x->boff == x->blen) {
+            if (x->kind == J_LIST || !x->left)
+                return true;
+            size_t want = x->left < XFER_CHUNK ? (size_t)x->left : XFER_CHUNK;
+            ssize_t r = pread(x->file, x->buf, want, x->off);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) {
+                x->err = r < 0 ? errno : 0; /* the file shrank: send what there is */
+                return true;
+            }
+            x->blen = (size_t)r;
+            x->boff = 0;
+            x->off += r;
+            x->left -= r;
+        }
+        ssize_t w = write(x->pipe, x->buf + x->boff, x->blen - x->boff);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            return false;
+        if (w < 0) {
+            x->err = errno; /* the server is gone from this request */
+            return true;
+        }
+        x->boff += (size_t)w;
     }
-    return 0;
+    return false;
+}
+
+static void xfer_end(struct xfer *x)
+{
+    if (x->kind == J_WRITE) {
+        /* Renamed into place, or the temporary removed (in place: cut back). */
+        int e = write_finish(x->err, x->file, x->keep, x->dir, x->tmp[0] ? x->tmp : NULL, x->name,
+                             x->excl);
+        x->file = -1; /* closed by write_finish */
+        if (x->dir >= 0)
+            close(x->dir);
+        if (e)
+            reply_errno(x->tag, e);
+        else
+            reply_ok(x->tag, json_pack("{s:I}", "bytesWritten", (json_int_t)x->moved), NULL, 0);
+    }
+    /* J_READ / J_LIST were answered at the start: the server sees the
+     * pipe's end. */
+    if (x->file >= 0)
+        close(x->file);
+    if (x->pipe >= 0)
+        close(x->pipe);
+    free(x->buf);
+    free(x);
+}
+
+/* The transfers' pipes to poll (pf has room for all), then their work. */
+static size_t xfer_pollfds(struct pollfd *pf)
+{
+    size_t n = 0;
+    for (struct xfer *x = xfers; x; x = x->next)
+        pf[n++] = (struct pollfd){x->pipe, x->kind == J_WRITE ? POLLIN : POLLOUT, 0};
+    return n;
+}
+
+static void xfer_run(void)
+{
+    for (struct xfer **pp = &xfers; *pp;) {
+        struct xfer *x = *pp;
+        if (xfer_step(x)) {
+            *pp = x->next;
+            xfer_end(x);
+        } else {
+            pp = &x->next;
+        }
+    }
+}
+
+static size_t xfer_count(void)
+{
+    size_t n = 0;
+    for (struct xfer *x = xfers; x; x = x->next)
+        n++;
+    return n;
+}
+
+/* The server's "kill" for a request whose deadline passed. */
+static bool xfer_cancel(int64_t tag)
+{
+    for (struct xfer **pp = &xfers; *pp; pp = &(*pp)->next) {
+        if ((*pp)->tag == tag) {
+            struct xfer *x = *pp;
+            *pp = x->next;
+            x->err = ECANCELED;
+            xfer_end(x);
+            return true;
+        }
+    }
+    return false;
 }
 
 /* ---- operations ---- */
@@ -339,17 +504,7 @@ static void op_read(int64_t tag, json_t *h, int *fds, size_t nfds)
         return reply_ok(tag, res, buf, (size_t)got);
     }
     json_object_set_new(res, "bulk", json_integer(n));
-    pid_t pid = helper_fork();
-    if (pid < 0) {
-        e = errno;
-        close(fd);
-        json_decref(res);
-        return reply_errno(tag, e);
-    }
-    if (pid == 0)
-        _exit(copy_fd(fd, fds[0], n, true, offset));
-    close(fd);
-    job_add(pid, tag, J_READ, n);
+    xfer_add(tag, J_READ, fd, fds[0], n, (off_t)offset, NULL, 0);
     reply_ok(tag, res, NULL, 0);
 }
 
@@ -541,18 +696,12 @@ static void op_write(int64_t tag, json_t *h, const char *payload, size_t plen, i
             return reply_errno(tag, e);
         return reply_ok(tag, json_pack("{s:I}", "bytesWritten", (json_int_t)plen), NULL, 0);
     }
-    pid_t pid = helper_fork();
-    if (pid < 0) {
-        int e = errno;
-        write_finish(e, fd, keep, dir, t, name, excl);
-        close(dir);
-        return reply_errno(tag, e);
-    }
-    if (pid == 0)
-        _exit(write_finish(copy_fd(fds[0], fd, size, false, 0), fd, keep, dir, t, name, excl));
-    close(fd);
-    close(dir);
-    job_add(pid, tag, J_WRITE, size);
+    struct xfer *x = xfer_add(tag, J_WRITE, fd, fds[0], size, 0, NULL, 0);
+    x->dir = dir; /* the end of the transfer finishes the write (write_finish) */
+    x->keep = keep;
+    x->excl = excl;
+    snprintf(x->tmp, sizeof x->tmp, "%s", tmp);
+    snprintf(x->name, sizeof x->name, "%s", name);
 }
 
 static json_t *stat_json(const struct stat *st)
@@ -669,17 +818,8 @@ static void op_readdir(int64_t tag, json_t *h, int *fds, size_t nfds)
         buf_free(&out);
         return;
     }
-    pid_t pid = helper_fork();
-    if (pid < 0) {
-        e = errno;
-        buf_free(&out);
-        return reply_errno(tag, e);
-    }
-    if (pid == 0)
-        _exit(fb_write_all(fds[0], out.data, out.len) < 0 ? EPIPE : 0);
-    job_add(pid, tag, J_LIST, (int64_t)out.len);
     reply_ok(tag, json_pack("{s:I}", "bulk", (json_int_t)out.len), NULL, 0);
-    buf_free(&out);
+    xfer_add(tag, J_LIST, -1, fds[0], 0, 0, out.data, out.len); /* takes the listing */
 }
 
 static void op_mkdir(int64_t tag, json_t *h)
@@ -843,7 +983,9 @@ static void op_kill(json_t *h)
             kill(j->pid, sig);
         return;
     }
-    /* A file operation's helper (its deadline passed at the server). */
+    /* A file operation whose deadline passed at the server. */
+    if (xfer_cancel(target))
+        return;
     for (size_t i = 0; i < njobs; i++)
         if (jobs[i].tag == target && jobs[i].kind != J_EXEC)
             kill(jobs[i].pid, SIGKILL);
@@ -949,13 +1091,24 @@ void sinit_main(const struct fb_policy *p, int ctl)
     if (sfd < 0 || ctl_sendf(ctl, FB_MSG_READY, 0, "ready") < 0)
         _exit(FB_EXIT_SETUP);
 
+    struct pollfd *pf = NULL;
+    size_t pfcap = 0;
     for (;;) {
-        struct pollfd pf[2] = {{ctl, POLLIN, 0}, {sfd, POLLIN, 0}};
-        if (poll(pf, 2, -1) < 0) {
+        size_t need = 2 + xfer_count();
+        if (need > pfcap) {
+            pfcap = need * 2;
+            pf = fb_xrealloc(pf, pfcap * sizeof *pf);
+        }
+        pf[0] = (struct pollfd){ctl, POLLIN, 0};
+        pf[1] = (struct pollfd){sfd, POLLIN, 0};
+        size_t n = 2 + xfer_pollfds(pf + 2);
+        if (poll(pf, n, -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(FB_EXIT_SETUP);
         }
+        if (n > 2)
+            xfer_run(); /* each moves what it can without waiting */
         if (pf[1].revents) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)

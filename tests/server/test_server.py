@@ -1576,30 +1576,47 @@ done
 
 
 @test
-def t_file_deadline():
-    """Code in the session stops every other child of its init (where a
-    file operation's helper runs): file.read still answers, with ETIMEDOUT
-    at the deadline, and the next one works once the stopper is gone."""
+def t_file_ops_out_of_reach():
+    """Code in the session stops every process it can (every other child
+    of its init): big file.read, file.write and file.readdir still work
+    (init moves their data itself, and the session cannot stop its init);
+    a recursive file.rm, which runs in a helper process, answers ETIMEDOUT
+    at the deadline instead of hanging."""
     srv = Server(["--file-timeout", "2s"])
     try:
         c = srv.conn()
         s = c.call("session.create")["session"]
-        c.call("exec", {"session": s, "command": "head -c 16000000 /dev/urandom > big"})
+        c.call("exec", {"session": s, "timeoutMs": 120000, "command":
+                        "head -c 16000000 /dev/urandom > big; mkdir many; cd many; seq 20000 | xargs touch; cd ..; "
+                        "for i in $(seq 40); do mkdir -p t$i && (cd t$i && seq 3000 | xargs touch); done"})
         st = c.send("exec", {"session": s, "command": STOPPER, "stream": True, "execId": "stopper"})
-        # Each read's helper lives a few ms: the stopper catches some of them.
-        outcomes = []
-        while len(outcomes) < 40 and "ETIMEDOUT" not in outcomes:
+        bad = []
+        for i in range(8):
             r, e = c.try_call("file.read", {"session": s, "path": "big", "encoding": "base64"})
-            outcomes.append(e["code"] if e else r["bytesRead"])
+            if e or r["bytesRead"] != 16000000:
+                bad.append(("read", e))
+            r, e = c.try_call("file.write", {"session": s, "path": "w%d" % i, "data": "y" * (1 << 20)})
+            if e or r["bytesWritten"] != 1 << 20:
+                bad.append(("write", e))
+        r, e = c.try_call("file.readdir", {"session": s, "path": "many"})
+        if e or len(r["entries"]) != 20000:
+            bad.append(("readdir", e))
+        check("with everything stoppable stopped: 8 reads of 16 MB, 8 writes of 1 MiB and a "
+              "20,000-entry listing all work", not bad, bad[:3])
+        outcomes = []
+        for i in range(1, 41):
+            r, e = c.try_call("file.rm", {"session": s, "path": "t%d" % i, "recursive": True})
+            outcomes.append(e["code"] if e else "removed")
             if e and e["code"] == "ETIMEDOUT":
                 timeout_err = e
-        check("file.read with its helper stopped: ETIMEDOUT at the deadline, not a hang",
-              "ETIMEDOUT" in outcomes and "file-timeout" in timeout_err["message"] and
-              all(x in ("ETIMEDOUT", 16000000) for x in outcomes), outcomes)
+                break
+        check("a recursive rm whose helper is stopped: ETIMEDOUT at the deadline, not a hang",
+              outcomes[-1] == "ETIMEDOUT" and "file-timeout" in timeout_err["message"] and
+              all(x in ("ETIMEDOUT", "removed") for x in outcomes), outcomes)
         c.call("exec.kill", {"session": s, "execId": "stopper"})
         c.wait(st)
-        r = c.call("file.read", {"session": s, "path": "big", "encoding": "base64"})
-        check("...and the next read works", r["bytesRead"] == 16000000, str(r)[:100])
+        r = c.call("file.rm", {"session": s, "path": "t40", "recursive": True, "force": True})
+        check("...and the next rm works", r.get("removed") is not None, r)
     finally:
         srv.cleanup()
 
