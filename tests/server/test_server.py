@@ -1585,7 +1585,8 @@ def t_file_ops_out_of_reach():
     srv = Server(["--file-timeout", "2s"])
     try:
         c = srv.conn()
-        s = c.call("session.create")["session"]
+        # 140,000 files: the scratch space has one inode per 8 KiB.
+        s = c.call("session.create", {"limits": {"disk": "2G"}})["session"]
         c.call("exec", {"session": s, "timeoutMs": 120000, "command":
                         "head -c 16000000 /dev/urandom > big; mkdir many; cd many; seq 20000 | xargs touch; cd ..; "
                         "for i in $(seq 40); do mkdir -p t$i && (cd t$i && seq 3000 | xargs touch); done"})
@@ -1631,7 +1632,7 @@ def t_workspace_off_loop():
     os.chmod(ws, 0o777)
     try:
         c = srv.conn()
-        s = c.call("session.create", {"workspace": ws, "cow": True, "limits": {"disk": "1G"}})["session"]
+        s = c.call("session.create", {"workspace": ws, "cow": True, "limits": {"disk": "2G"}})["session"]
         x = c.call("exec", {"session": s, "timeoutMs": 600000, "command":
                             "mkdir -p /workspace/t && cd /workspace/t && "
                             "for a in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do mkdir $a; (cd $a && seq 10000 | xargs touch); done"})
