@@ -283,13 +283,76 @@ static void container_check(const struct fb_doc_env *e, struct fb_check *c)
                  e->cap_sys_admin ? "held" : "not held");
 }
 
+/* Which ids fluebox maps here, from the user namespace it runs in. */
+static void ids_check(const struct fb_doc_env *e, struct fb_check *c)
+{
+    c->id = "ids";
+    c->layer = "the ids a sandbox gets";
+    c->status = FB_CHK_INFO;
+    char where[200];
+    if (e->init_userns)
+        snprintf(where, sizeof where, "the initial user namespace");
+    else if (e->outer_uid >= 0)
+        snprintf(where, sizeof where,
+                 "a user namespace mapping %llu id%s, where uid %u is uid %lld one namespace up",
+                 (unsigned long long)e->mapped_uids, e->mapped_uids == 1 ? "" : "s",
+                 (unsigned)e->uid, (long long)e->outer_uid);
+    else
+        snprintf(where, sizeof where, "a user namespace mapping %llu ids",
+                 (unsigned long long)e->mapped_uids);
+    switch (e->idmode) {
+    case FB_IDMODE_RANGE:
+        snprintf(c->detail, sizeof c->detail,
+                 "%s; as root, each sandbox maps its ids 0-65535 to a range of 65,536 host ids "
+                 "of its own (%zu ranges usable here)",
+                 where, idrange_pool_usable());
+        break;
+    case FB_IDMODE_LEGACY:
+        snprintf(c->detail, sizeof c->detail,
+                 "%s; as root, but no range of the pool (ids %u and up) is mapped here: every "
+                 "sandbox runs as id %u, shared by all",
+                 where, FB_IDRANGE_POOL_BASE, FB_IDRANGE_LEGACY_ID);
+        snprintf(c->cost, sizeof c->cost,
+                 "sandboxes share one id, and with it the kernel's per-user counters (inotify, "
+                 "pipe pages, processes)");
+        snprintf(c->fix, sizeof c->fix,
+                 "map ids %u-%u into this user namespace (or run fluebox outside it)",
+                 FB_IDRANGE_POOL_BASE,
+                 FB_IDRANGE_POOL_BASE + FB_IDRANGE_POOL_SLOTS * FB_IDRANGE_SIZE - 1);
+        break;
+    case FB_IDMODE_OWN:
+        if (!e->uid0) {
+            snprintf(c->detail, sizeof c->detail,
+                     "%s; rootless: the sandbox user is you (uid %u), other ids inside from "
+                     "/etc/subuid when newuidmap is there",
+                     where, (unsigned)e->uid);
+            break;
+        }
+        snprintf(c->detail, sizeof c->detail,
+                 "%s; uid 0 has its capabilities in this namespace only, which maps no "
+                 "other id fluebox could use: fluebox runs rootless here, the sandbox user is "
+                 "this uid 0",
+                 where);
+        if (e->outer_uid == 0)
+            snprintf(c->cost, sizeof c->cost,
+                     "that id is host root's uid 0 one namespace up (`unshare -r` as root): "
+                     "the sandbox runs as it without capabilities, and only read-only mounts "
+                     "keep it from host root's files that the sandbox can see; no range of ids "
+                     "of its own per sandbox");
+        break;
+    }
+}
+
 static void print_text(FILE *f, const struct fb_doc_env *e, const struct fb_check *c, size_t n,
                        const char *verdict, const char *ws)
 {
     struct utsname u;
     uname(&u);
     fprintf(f, "fluebox doctor: fluebox %s, Linux %s %s, as %s (uid %u), workspace %s\n\n",
-            FB_VERSION, u.release, u.machine, e->root ? "root" : "an ordinary user",
+            FB_VERSION, u.release, u.machine,
+            e->root   ? "root"
+            : e->uid0 ? "uid 0 of a user namespace, rootless here"
+                      : "an ordinary user",
             (unsigned)e->uid, ws);
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%-9s %s: %s\n", status_name(c[i].status), c[i].layer, c[i].detail);
@@ -312,6 +375,13 @@ static void print_json(FILE *f, const struct fb_doc_env *e, const struct fb_chec
     json_object_set_new(o, "arch", json_string(u.machine));
     json_object_set_new(o, "uid", json_integer(e->uid));
     json_object_set_new(o, "root", json_boolean(e->root));
+    json_t *un = json_object();
+    static const char *const modes[] = {"range", "legacy", "own"};
+    json_object_set_new(un, "initial", json_boolean(e->init_userns));
+    json_object_set_new(un, "mapped_uids", json_integer((json_int_t)e->mapped_uids));
+    json_object_set_new(un, "outer_uid", e->outer_uid < 0 ? json_null() : json_integer(e->outer_uid));
+    json_object_set_new(un, "ids", json_string(modes[e->idmode]));
+    json_object_set_new(o, "user_namespace", un);
     json_object_set_new(o, "workspace", json_string(ws));
     json_t *ct = json_object();
     json_object_set_new(ct, "inside", json_boolean(e->in_container));
@@ -424,6 +494,7 @@ int cmd_doctor(int argc, char **argv)
     memset(c, 0, sizeof c);
     size_t n = 0;
     container_check(&e, &c[n++]);
+    ids_check(&e, &c[n++]);
     size_t i_userns = n;
     doctor_userns(&e, false, &c[n++]);
     if (e.root)

@@ -10,6 +10,7 @@
 #define FB_DOCTOR_H
 
 #include "fb.h"
+#include "userns.h"
 
 enum fb_chk_status {
     FB_CHK_OK,       /* available */
@@ -31,8 +32,13 @@ struct fb_check {
 
 /* Facts gathered before the probes, which several fixes depend on. */
 struct fb_doc_env {
-    bool root;               /* euid 0 */
+    bool root;               /* euid 0 with ids beyond its own to map (not
+                                uid 0 of `unshare -r`: see userns_idmode) */
+    bool uid0;               /* euid 0, whatever it maps */
     bool init_userns;        /* in the initial user namespace */
+    enum fb_idmode idmode;   /* which ids fluebox run maps here */
+    int64_t outer_uid;       /* our uid one user namespace up, -1 unmapped */
+    uint64_t mapped_uids;    /* how many ids our user namespace maps */
     uid_t uid;
     gid_t gid;
     bool in_container;

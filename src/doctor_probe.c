@@ -187,10 +187,19 @@ void doctor_env(struct fb_doc_env *e)
     memset(e, 0, sizeof *e);
     e->uid = geteuid();
     e->gid = getegid();
-    e->root = e->uid == 0;
-    char map[256];
-    e->init_userns = fb_read_file("/proc/self/uid_map", map, sizeof map) > 0 &&
-                     strstr(map, "4294967295") != NULL;
+    e->uid0 = e->uid == 0;
+    e->init_userns = idrange_initial_userns();
+    e->idmode = userns_idmode();
+    e->root = e->uid0 && e->idmode != FB_IDMODE_OWN;
+    e->outer_uid = userns_outer_id("uid_map", e->uid);
+    char map[4096];
+    if (fb_read_file("/proc/self/uid_map", map, sizeof map) > 0) {
+        unsigned long long in, out, count;
+        int used;
+        for (const char *m = map; sscanf(m, " %llu %llu %llu%n", &in, &out, &count, &used) == 3;
+             m += used)
+            e->mapped_uids += count;
+    }
     char v[128];
     if (status_field("Seccomp_filters", v, sizeof v))
         e->seccomp_filters = atoi(v);

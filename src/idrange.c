@@ -137,35 +137,86 @@ static int try_lock(int fd, uint64_t base, uint64_t count)
     return errno == EAGAIN || errno == EACCES ? 1 : -1;
 }
 
+bool idrange_initial_userns(void)
+{
+    struct stat ns;
+    return stat("/proc/self/ns/user", &ns) == 0 && ns.st_ino == PROC_USER_INIT_INO;
+}
+
+/* Our own user namespace's maps: every id in the initial one. */
+static void own_maps(struct spans *uidmap, struct spans *gidmap)
+{
+    if (idrange_initial_userns()) {
+        spans_add(uidmap, 0, 4294967295u);
+        spans_add(gidmap, 0, 4294967295u);
+    } else {
+        read_own_map("/proc/self/uid_map", uidmap);
+        read_own_map("/proc/self/gid_map", gidmap);
+    }
+}
+
+bool idrange_mapped(uint32_t base, uint32_t count)
+{
+    struct spans uidmap = {.n = 0}, gidmap = {.n = 0};
+    own_maps(&uidmap, &gidmap);
+    uint64_t end = (uint64_t)base + count;
+    return inside(&uidmap, base, end) && inside(&gidmap, base, end);
+}
+
+/* What decides which of the pool's slots are ours to use here: mapped in
+ * our own user namespace and clear of /etc/subuid and /etc/subgid. */
+struct pool_view {
+    struct spans sub, uidmap, gidmap;
+};
+
+static void pool_view(struct pool_view *v)
+{
+    v->sub.n = v->uidmap.n = v->gidmap.n = 0;
+    own_maps(&v->uidmap, &v->gidmap);
+    read_subids("/etc/subuid", &v->sub);
+    read_subids("/etc/subgid", &v->sub);
+}
+
+static bool slot_usable(const struct pool_view *v, uint64_t b)
+{
+    uint64_t end = b + FB_IDRANGE_SIZE;
+    return !overlaps(&v->sub, b, end) && inside(&v->uidmap, b, end) && inside(&v->gidmap, b, end);
+}
+
+static size_t count_usable(const struct pool_view *v)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; i < FB_IDRANGE_POOL_SLOTS; i++)
+        n += slot_usable(v, FB_IDRANGE_POOL_BASE + (uint64_t)i * FB_IDRANGE_SIZE);
+    return n;
+}
+
+size_t idrange_pool_usable(void)
+{
+    struct pool_view v;
+    pool_view(&v);
+    return count_usable(&v);
+}
+
 int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb_err *err)
 {
     idrange_init(r);
     if (count == 0)
         count = FB_IDRANGE_SIZE;
-    struct spans sub = {.n = 0}, uidmap = {.n = 0}, gidmap = {.n = 0};
-    struct stat ns;
-    if (stat("/proc/self/ns/user", &ns) == 0 && ns.st_ino == PROC_USER_INIT_INO) {
-        /* The initial user namespace maps every id. */
-        spans_add(&uidmap, 0, 4294967295u);
-        spans_add(&gidmap, 0, 4294967295u);
-    } else {
-        read_own_map("/proc/self/uid_map", &uidmap);
-        read_own_map("/proc/self/gid_map", &gidmap);
-    }
-    cleanup_close int fd = open_lock(err);
-    if (fd < 0)
-        return -1;
 
     if (base) {
         uint64_t end = (uint64_t)base + count;
         if (end > 4294967295u)
             return fb_errf(err, FB_EXIT_SETUP, "--host-id %u: the range of %u ids ends past 4294967294",
                            base, count);
-        if (!inside(&uidmap, base, end) || !inside(&gidmap, base, end))
+        if (!idrange_mapped(base, count))
             return fb_errf(err, FB_EXIT_SETUP,
                            "--host-id %u: ids %u-%llu are not all mapped in fluebox's own user "
                            "namespace (/proc/self/uid_map)",
                            base, base, (unsigned long long)end - 1);
+        cleanup_close int fd = open_lock(err);
+        if (fd < 0)
+            return -1;
         int rc = try_lock(fd, base, count);
         if (rc < 0)
             return fb_errno(err, FB_EXIT_SETUP, "host id ranges: locking %s", FB_IDRANGE_LOCK_FILE);
@@ -179,20 +230,26 @@ int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb
         return 0;
     }
 
-    read_subids("/etc/subuid", &sub);
-    read_subids("/etc/subgid", &sub);
+    /* Which slots first, before the lock file: in a user namespace that
+     * maps none of them (`unshare -r`, a rootless container), /run/fluebox
+     * is someone else's and nothing is claimed there. */
+    struct pool_view v;
+    pool_view(&v);
+    if (!count_usable(&v))
+        return 1; /* a user namespace that does not map the pool */
+    cleanup_close int fd = open_lock(err);
+    if (fd < 0)
+        return -1;
     /* Start at a random slot: concurrent claims rarely try the same ones. */
     uint32_t start = 0;
     if (getrandom(&start, sizeof start, GRND_NONBLOCK) != (ssize_t)sizeof start)
         start = (uint32_t)getpid() * 2654435761u;
-    size_t busy = 0, usable = 0;
+    size_t busy = 0;
     for (uint32_t i = 0; i < FB_IDRANGE_POOL_SLOTS; i++) {
         uint64_t b = FB_IDRANGE_POOL_BASE +
                      (uint64_t)((start + i) % FB_IDRANGE_POOL_SLOTS) * FB_IDRANGE_SIZE;
-        uint64_t end = b + FB_IDRANGE_SIZE;
-        if (overlaps(&sub, b, end) || !inside(&uidmap, b, end) || !inside(&gidmap, b, end))
+        if (!slot_usable(&v, b))
             continue;
-        usable++;
         int rc = try_lock(fd, b, FB_IDRANGE_SIZE);
         if (rc < 0)
             return fb_errno(err, FB_EXIT_SETUP, "host id ranges: locking %s", FB_IDRANGE_LOCK_FILE);
@@ -205,8 +262,6 @@ int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb
         r->lock_fd = fb_steal_fd(fd);
         return 0;
     }
-    if (!usable)
-        return 1; /* a user namespace that does not map the pool */
     return fb_errf(err, FB_EXIT_SETUP, "no free host id range: all %zu are in use by other sandboxes",
                    busy);
 }

@@ -55,9 +55,21 @@ void idrange_init(struct fb_idrange *r);
  * FB_IDRANGE_SIZE), or exactly [base, base+count) (--host-id). Needs root
  * (the lock file lives in /run/fluebox). Returns 0 when claimed; 1 when
  * fluebox runs in a user namespace that maps no slot of the pool (root of a
- * rootless container, `unshare -r`: nothing claimed); -1 with a one-line
- * message when the pinned range, or every slot, is in use. */
+ * rootless container, `unshare -r`: nothing claimed, /run/fluebox not even
+ * looked at); -1 with a one-line message when the pinned range, or every
+ * slot, is in use. */
 int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb_err *err);
+
+/* Is this process in the initial user namespace (/proc/self/ns/user)? */
+bool idrange_initial_userns(void);
+
+/* Are host ids [base, base+count) mapped in fluebox's own user namespace
+ * (both /proc/self/uid_map and gid_map; every id in the initial one)? */
+bool idrange_mapped(uint32_t base, uint32_t count);
+
+/* How many of the pool's slots could be claimed here (mapped in our own
+ * user namespace, clear of /etc/subuid and /etc/subgid), busy or not. */
+size_t idrange_pool_usable(void);
 
 /* Give the claim up (closes lock_fd). NULL or unclaimed: nothing. */
 void idrange_release(struct fb_idrange *r);

@@ -257,42 +257,28 @@ void landlock_free(struct fb_ll *ll)
  * workspace's owner when that is not root (so it can write there), else
  * --host-id; a root-owned workspace it could not write is refused now
  * rather than failing with EACCES inside. */
-/* Where id (of this user namespace) maps in the parent's, by map_file
- * ("uid_map", "gid_map"); -1 when it is not mapped. */
-static int64_t outer_id(const char *map_file, uint32_t id)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/self/%s", map_file);
-    if (fb_read_file(path, buf, sizeof buf) <= 0)
-        return -1;
-    for (char *line = buf; *line;) {
-        unsigned long in, out, count;
-        if (sscanf(line, "%lu %lu %lu", &in, &out, &count) == 3 && id >= in && id - in < count)
-            return (int64_t)(out + (id - in));
-        char *nl = strchr(line, '\n');
-        if (!nl)
-            break;
-        line = nl + 1;
-    }
-    return -1;
-}
-
 static int pick_ids(const struct fb_policy *p, struct fb_ids *ids, struct fb_ll *ll,
                     struct fb_err *err)
 {
     /* Root of a user namespace some user made (root maps to that user,
      * not to the parent's root) is that user: it keeps its ids, like an
      * ordinary user, and loses its capabilities. */
-    if (geteuid() != 0 || outer_id("uid_map", 0) != 0) {
+    if (geteuid() != 0 || userns_outer_id("uid_map", 0) != 0) {
+        ll->uid = getuid();
+        ll->gid = getgid();
+        return 0;
+    }
+    /* The sandbox user of a range claimed for this run alone, as a
+     * namespaced sandbox gets: no other sandbox runs as it. */
+    if (userns_host_ids(p, ids, err) < 0)
+        return -1;
+    if (!ids->root) {
+        /* `unshare -r` as root: no id but its own is mapped here. */
         ll->uid = getuid();
         ll->gid = getgid();
         return 0;
     }
     ll->set_ids = true;
-    /* The sandbox user of a range claimed for this run alone, as a
-     * namespaced sandbox gets: no other sandbox runs as it. */
-    if (userns_host_ids(p, ids, err) < 0)
-        return -1;
     ll->uid = ids->host_uid;
     ll->gid = ids->host_gid;
     struct stat st = {.st_uid = 0};
@@ -302,7 +288,7 @@ static int pick_ids(const struct fb_policy *p, struct fb_ids *ids, struct fb_ll 
         ll->uid = st.st_uid;
         ll->gid = st.st_gid != 0 ? st.st_gid : ids->host_gid;
     }
-    if (outer_id("uid_map", ll->uid) < 0 || outer_id("gid_map", ll->gid) < 0)
+    if (userns_outer_id("uid_map", ll->uid) < 0 || userns_outer_id("gid_map", ll->gid) < 0)
         return fb_errf(err, FB_EXIT_SETUP,
                        "--isolation landlock: uid %u or gid %u, which the command would run as, "
                        "is not mapped in this user namespace",

@@ -46,9 +46,9 @@ __attribute__((noreturn)) static void child_fail(int ctl, struct fb_err *err)
     _exit(FB_EXIT_SETUP);
 }
 
-/* As root: nothing left to regain (the bounding set), then the run's ids,
- * which drops every capability. */
-static int become(const struct fb_ll *ll, struct fb_err *err)
+/* Nothing left to regain: an empty bounding set, so that not even an
+ * exec as uid 0 gives capabilities back. */
+static int drop_bounding(struct fb_err *err)
 {
     for (int cap = 0; cap <= 63; cap++) {
         int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
@@ -58,6 +58,15 @@ static int become(const struct fb_ll *ll, struct fb_err *err)
             return fb_errno(err, FB_EXIT_SETUP, "dropping capability %d from the bounding set",
                             cap);
     }
+    return 0;
+}
+
+/* As root: the bounding set emptied, then the run's ids, which drops
+ * every capability. */
+static int become(const struct fb_ll *ll, struct fb_err *err)
+{
+    if (drop_bounding(err) < 0)
+        return -1;
     if (setgroups(0, NULL) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "dropping supplementary groups");
     if (setresgid(ll->gid, ll->gid, ll->gid) < 0 || setresuid(ll->uid, ll->uid, ll->uid) < 0)
@@ -90,6 +99,10 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, stru
     if (cg_rc < 0)
         child_fail(ctl, &cg_err);
     if (ll->set_ids && become(ll, &err) < 0)
+        child_fail(ctl, &err);
+    /* uid 0 of a user namespace that maps only itself (`unshare -r`) keeps
+     * its uid, not its capabilities: the exec would restore them all. */
+    if (!ll->set_ids && geteuid() == 0 && drop_bounding(&err) < 0)
         child_fail(ctl, &err);
     /* Changing ids cleared the parent-death signal; the supervisor may
      * have died before it was set again. */

@@ -24,6 +24,13 @@
  * owner appear owned by the sandbox user's host id, and files the sandbox
  * creates are stored with the owner's ids.
  *
+ * Root of a user namespace that maps no range of the pool and not even
+ * FB_IDRANGE_LEGACY_ID (`unshare -r`, the root of a rootless container)
+ * is rootless: what its uid 0 can write into a child's uid_map is the one
+ * id it is (the capabilities it holds end at its own namespace), so that
+ * is the sandbox user, as for an ordinary user. Being uid 0 decides
+ * nothing; which ids the namespace maps does.
+ *
  * Rootless, the sandbox user must be the caller's own uid (nothing else can
  * write the caller's files, and unprivileged users cannot make idmapped
  * mounts), so every rootless sandbox of a user shares that uid's per-user
@@ -116,6 +123,33 @@ static bool subid_start(const char *path, const char *name, uid_t uid, uint32_t 
     return false;
 }
 
+enum fb_idmode userns_idmode(void)
+{
+    if (geteuid() != 0)
+        return FB_IDMODE_OWN;
+    if (idrange_initial_userns() || idrange_pool_usable() > 0)
+        return FB_IDMODE_RANGE;
+    return idrange_mapped(FB_IDRANGE_LEGACY_ID, 1) ? FB_IDMODE_LEGACY : FB_IDMODE_OWN;
+}
+
+int64_t userns_outer_id(const char *map_file, uint32_t id)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/self/%s", map_file);
+    if (fb_read_file(path, buf, sizeof buf) <= 0)
+        return -1;
+    for (char *line = buf; *line;) {
+        unsigned long in, out, count;
+        if (sscanf(line, "%lu %lu %lu", &in, &out, &count) == 3 && id >= in && id - in < count)
+            return (int64_t)(out + (id - in));
+        char *nl = strchr(line, '\n');
+        if (!nl)
+            break;
+        line = nl + 1;
+    }
+    return -1;
+}
+
 /* Inside ids 0..65535, and the sandbox's own id if it lies above. */
 static bool fits_range(const struct fb_policy *p)
 {
@@ -132,12 +166,22 @@ int userns_host_ids(const struct fb_policy *p, struct fb_ids *ids, struct fb_err
         int rc = idrange_claim(p->host_id, FB_IDRANGE_SIZE, &ids->claim, err);
         if (rc < 0)
             return -1;
-        if (rc > 0) {
-            /* Root of a user namespace that maps none of the pool: one
-             * id, as fluebox 0.1 did (the map write fails where even that
-             * one is not mapped). */
+        if (rc > 0 && idrange_mapped(FB_IDRANGE_LEGACY_ID, 1)) {
+            /* Root of a user namespace that maps none of the pool but
+             * more than its own ids (a container's): one id of its own,
+             * as fluebox 0.1 did. */
             ids->host_uid = ids->range_uid = FB_IDRANGE_LEGACY_ID;
             ids->host_gid = ids->range_gid = FB_IDRANGE_LEGACY_ID;
+            return 0;
+        }
+        if (rc > 0) {
+            /* uid 0 of a user namespace that maps only what its creator
+             * is (`unshare -r`, a rootless container): its capabilities
+             * end at that namespace, and its own ids are all it can map.
+             * The sandbox runs as them, as an ordinary user's does. */
+            ids->root = false;
+            ids->host_uid = geteuid();
+            ids->host_gid = getegid();
             return 0;
         }
         ids->range_uid = ids->claim.base;

@@ -16,7 +16,8 @@
  *             newuidmap/newgidmap when both exist, else nothing else is
  *             mapped (count 1). */
 struct fb_ids {
-    bool root;              /* fluebox runs with euid 0 */
+    bool root;              /* fluebox runs with euid 0 and has more ids
+                               than its own to map (not `unshare -r`) */
     uid_t host_uid;         /* host id of the sandbox user (p->uid inside) */
     gid_t host_gid;
     uint32_t count;         /* inside ids mapped: FB_IDRANGE_SIZE or 1 */
@@ -33,6 +34,23 @@ static inline bool userns_own_range(const struct fb_ids *ids)
 {
     return ids->root && ids->claim.lock_fd >= 0;
 }
+
+/* Which ids a sandbox started by this process gets, from its euid and the
+ * ids its user namespace maps (not from being uid 0 alone):
+ *   RANGE   root in the initial user namespace, or in one that maps slots
+ *           of the pool (idrange.h): a range of 65,536 of its own;
+ *   LEGACY  root of a user namespace that maps FB_IDRANGE_LEGACY_ID but no
+ *           slot of the pool: that one id, shared by every sandbox;
+ *   OWN     an ordinary user, or uid 0 of a user namespace that maps
+ *           neither (`unshare -r`, a rootless container's root): rootless,
+ *           the sandbox user is this process's own id. */
+enum fb_idmode { FB_IDMODE_RANGE, FB_IDMODE_LEGACY, FB_IDMODE_OWN };
+enum fb_idmode userns_idmode(void);
+
+/* What id in the parent user namespace id of ours is (/proc/self/uid_map
+ * or gid_map, by map_file "uid_map"/"gid_map"), or -1 when unmapped. In
+ * the initial namespace: id itself. */
+int64_t userns_outer_id(const char *map_file, uint32_t id);
 
 /* Decide the host ids for p; as root, claim a range (p->host_id pins its
  * first id). Release with userns_release_ids once the sandbox is gone. */
