@@ -928,6 +928,41 @@ static void warn_missing(const struct fb_cgroup *cg)
                  cg->not_applied_s, cg->cause[0] ? cg->cause : cg->reason, fb);
 }
 
+/* The controllers fluebox's own v2 cgroup offers (its cgroup.controllers),
+ * read once. */
+static unsigned v2_controllers(const struct hier *v2)
+{
+    static unsigned avail;
+    static bool read;
+    if (read || !v2 || !v2->own)
+        return avail;
+    read = true;
+    char ctl[256] = "";
+    cleanup_free char *f = fb_xasprintf("%s/cgroup.controllers", v2->own);
+    fb_read_file(f, ctl, sizeof ctl);
+    for (char *s = ctl; *s; s += strcspn(s, " \n"), s += strspn(s, " \n"))
+        for (int c = 0; c < C_N; c++)
+            if (strcspn(s, " \n") == strlen(ctrl_name[c]) &&
+                !strncmp(s, ctrl_name[c], strlen(ctrl_name[c])))
+                avail |= BIT(c);
+    return avail;
+}
+
+bool cgroup_before_clone(const struct fb_policy *p)
+{
+    const char *mode = getenv("FLUEBOX_CGROUP");
+    if (mode && (!strcmp(mode, "v1") || !strcmp(mode, "none")))
+        return false;
+    if (mode && *mode && strcmp(mode, "auto"))
+        return true; /* "v2", or a bad value cgroup_create reports before anything starts */
+    unsigned wanted = cg_wanted_of(&p->limits);
+    if (!wanted)
+        return false;
+    discover();
+    struct hier *v2 = find_v2();
+    return v2 && v2->own && (v2_controllers(v2) & wanted) == wanted;
+}
+
 int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err)
 {
     *out = NULL;
@@ -958,19 +993,7 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
         discover();
         /* Which hierarchy holds each controller. */
         struct hier *v2 = force_v1 ? NULL : find_v2();
-        static unsigned v2_avail;
-        static bool v2_read;
-        if (!v2_read && v2 && v2->own && (cg->wanted || force_v2)) {
-            v2_read = true;
-            char ctl[256] = "";
-            cleanup_free char *f = fb_xasprintf("%s/cgroup.controllers", v2->own);
-            fb_read_file(f, ctl, sizeof ctl);
-            for (char *s = ctl; *s; s += strcspn(s, " \n"), s += strspn(s, " \n"))
-                for (int c = 0; c < C_N; c++)
-                    if (strcspn(s, " \n") == strlen(ctrl_name[c]) &&
-                        !strncmp(s, ctrl_name[c], strlen(ctrl_name[c])))
-                        v2_avail |= BIT(c);
-        }
+        unsigned v2_avail = cg->wanted || force_v2 ? v2_controllers(v2) : 0;
         unsigned on_v2 = 0, unavailable = 0;
         struct hier *v1_of[C_N] = {0};
         for (int c = 0; c < C_N; c++) {
@@ -1067,10 +1090,49 @@ int cgroup_join_self(const struct fb_cgroup *cg, struct fb_err *err)
     return rc;
 }
 
-int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
+int cgroup_join_fds(const int *fds, size_t n, struct fb_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        ssize_t w;
+        do
+            w = write(fds[i], "0", 1);
+        while (w < 0 && errno == EINTR);
+        if (w != 1 && rc == 0)
+            rc = fb_errno(err, FB_EXIT_SETUP, "joining the sandbox's cgroup");
+    }
+    return rc;
+}
+
+/* Move pid into d by writing its number to cgroup.procs. A directory that
+ * cannot be joined (delegation rules) becomes "not applied". */
+static int attach_pid(struct fb_cgroup *cg, struct cg_dir *d, pid_t pid, struct fb_err *err)
 {
     char buf[16];
     snprintf(buf, sizeof buf, "%d", (int)pid);
+    if (fb_write_fileat(d->fd, "cgroup.procs", buf) == 0)
+        return 0;
+    cause_errno(cg, errno);
+    add_reason(cg, "joining %s: %s", d->path, strerror(errno));
+    cg->applied &= ~d->ctrls;
+    if (cg->limits.require) {
+        cg_finish_strings(cg);
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--require-limits: cannot apply the %s limit: %s (see fluebox doctor)",
+                       cg->not_applied_s, cg->reason);
+    }
+    cg->fallback |= d->ctrls & cg->fallback_ok;
+    cg_finish_strings(cg);
+    char key[96];
+    snprintf(key, sizeof key, "cgroup join %s", cg->not_applied_s);
+    fb_warn_once(key, "warning: limits not applied: %s: %s (said once per boot; --report has "
+                 "it every run; see fluebox doctor)",
+                 cg->not_applied_s, cg->reason);
+    return 0;
+}
+
+int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
+{
     for (size_t i = 0; i < cg->ndirs; i++) {
         struct cg_dir *d = &cg->dirs[i];
         if (d->tasks_fd >= 0) {
@@ -1079,25 +1141,29 @@ int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err)
             d->tasks_fd = -1;
             continue;
         }
-        if (fb_write_fileat(d->fd, "cgroup.procs", buf) == 0)
+        if (attach_pid(cg, d, pid, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int cgroup_attach_late(struct fb_cgroup *cg, pid_t pid, int *fds, size_t cap, size_t *n,
+                       struct fb_err *err)
+{
+    *n = 0;
+    for (size_t i = 0; i < cg->ndirs; i++) {
+        struct cg_dir *d = &cg->dirs[i];
+        if (d->tasks_fd >= 0 && *n < cap) {
+            fds[(*n)++] = d->tasks_fd; /* the child writes "0" to it */
+            d->tasks_fd = -1;
             continue;
-        /* Created but not joinable (delegation rules): not applied. */
-        cause_errno(cg, errno);
-        add_reason(cg, "joining %s: %s", d->path, strerror(errno));
-        cg->applied &= ~d->ctrls;
-        if (cg->limits.require) {
-            cg_finish_strings(cg);
-            return fb_errf(err, FB_EXIT_SETUP,
-                           "--require-limits: cannot apply the %s limit: %s (see fluebox doctor)",
-                           cg->not_applied_s, cg->reason);
         }
-        cg->fallback |= d->ctrls & cg->fallback_ok;
-        cg_finish_strings(cg);
-        char key[96];
-        snprintf(key, sizeof key, "cgroup join %s", cg->not_applied_s);
-        fb_warn_once(key, "warning: limits not applied: %s: %s (said once per boot; --report has "
-                     "it every run; see fluebox doctor)",
-                     cg->not_applied_s, cg->reason);
+        if (attach_pid(cg, d, pid, err) < 0) {
+            for (size_t k = 0; k < *n; k++)
+                close(fds[k]);
+            *n = 0;
+            return -1;
+        }
     }
     return 0;
 }

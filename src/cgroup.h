@@ -33,6 +33,14 @@ struct fb_cg_usage {
  * error or when p->limits.require is set and something could not be applied. */
 int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err);
 
+/* Whether p's cgroup is best made before the clone: when one v2 directory
+ * will hold every controller p limits, so that clone3(CLONE_INTO_CGROUP)
+ * places the child there (moving a process into a v2 cgroup afterwards
+ * takes the lock described at cgroup_join_self). Otherwise (v1, no
+ * delegation) spawn.c makes it while the child builds its root and the
+ * child joins it before init runs anything (cgroup_attach_late). */
+bool cgroup_before_clone(const struct fb_policy *p);
+
 /* A directory fd for clone3(CLONE_INTO_CGROUP) when the v2 backend holds every
  * controller in use, or -1. */
 int cgroup_clone_fd(const struct fb_cgroup *cg);
@@ -49,6 +57,16 @@ int cgroup_join_self(const struct fb_cgroup *cg, struct fb_err *err);
  * fallback (cgroup_fallback_limits). pid must not have started the command
  * yet. Called whenever cgroup_clone_fd() returned -1. */
 int cgroup_attach(struct fb_cgroup *cg, pid_t pid, struct fb_err *err);
+
+/* For a child made before its cgroup: the v1 "tasks" files it joins by
+ * itself (cgroup_join_fds), moved into fds (*n of them, at most cap; the
+ * caller sends and closes them); every other directory gets pid as
+ * cgroup_attach() does it. The child must not have started the command. */
+int cgroup_attach_late(struct fb_cgroup *cg, pid_t pid, int *fds, size_t cap, size_t *n,
+                       struct fb_err *err);
+/* In that child: write "0" to each of those files (a task moving itself,
+ * without the global lock). The caller closes them. */
+int cgroup_join_fds(const int *fds, size_t n, struct fb_err *err);
 
 /* The rlimits that stand in for limits no cgroup holds, for the sandbox's
  * init to set on itself before it runs anything: RLIMIT_NPROC for pids,

@@ -1,6 +1,6 @@
 /* ctl.h — messages between the supervisor and the sandbox's init over a
  * SOCK_SEQPACKET socketpair: fixed-size records, optional fds (SCM_RIGHTS).
- * Set-up uses GO, SECCOMP_PROG, ERR, NETFDS and READY; a run adds EXEC_ERR
+ * Set-up uses GO, CGROUP, SECCOMP_PROG, ERR, NETFDS and READY; a run adds EXEC_ERR
  * and EXIT; sessions (session.c / sinit.c) add their own types from
  * FB_MSG_SESSION. */
 #ifndef FB_CTL_H
@@ -23,6 +23,10 @@ enum fb_msg_type {
                           (memfds, code = how many, arg = load flags); seccomp.h */
     FB_MSG_SCRATCH,    /* child -> supervisor, before READY: the scratch tmpfs (fd),
                           measured for the report (mount.h) */
+    FB_MSG_CGROUP,     /* supervisor -> child, after GO when the cgroup is made
+                          after the clone: the v1 "tasks" files to join (fds),
+                          code/arg the RLIMIT_NPROC/RLIMIT_DATA fallbacks as
+                          in GO, status 1 when pids is such a fallback */
     FB_MSG_SESSION = 100,
 };
 

@@ -81,6 +81,11 @@ static const char *const proc_hide[] = {"kcore", "keys", "key-users", "timer_lis
                                         "sched_debug", "latency_stats", "kmsg", "acpi",
                                         "scsi", "config.gz", "kpagecount", "kpageflags",
                                         "kpagecgroup", "vmallocinfo", "pagetypeinfo", "slabinfo"};
+/* Which of them are directories (the others are files). */
+static bool proc_hide_dir(const char *name)
+{
+    return !strcmp(name, "acpi") || !strcmp(name, "scsi");
+}
 
 enum entry_kind { E_TREE, E_SYMLINK };
 
@@ -497,20 +502,24 @@ static int make_parent(const char *rel)
     return mkdir_p(buf, 0755);
 }
 
+/* The mount point rel: a directory, or an empty file (mknod, which like
+ * O_EXCL never follows a symlink); its parents only when missing. */
+static int mount_point(const char *rel, bool is_dir)
+{
+    for (int round = 0; round < 2; round++) {
+        int rc = is_dir ? mkdir(rel, 0755) : mknod(rel, S_IFREG | 0644, 0);
+        if (rc == 0 || errno == EEXIST)
+            return 0;
+        if (errno != ENOENT || round > 0 || make_parent(rel) < 0)
+            return -1;
+    }
+    return -1;
+}
+
 static int attach(int fd, const char *rel, bool is_dir, struct fb_err *err)
 {
-    if (is_dir) {
-        if (mkdir_p(rel, 0755) < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
-    } else {
-        if (make_parent(rel) < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "creating the parent of /%s", rel);
-        int f = open(rel, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (f < 0 && errno != EEXIST)
-            return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
-        if (f >= 0)
-            close(f);
-    }
+    if (mount_point(rel, is_dir) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
     if (move_mount(fd, "", AT_FDCWD, rel, MOVE_MOUNT_F_EMPTY_PATH) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "mounting /%s", rel);
     return 0;
@@ -650,17 +659,20 @@ int mount_proc_harden(const char *proc, struct fb_err *err)
     }
     for (size_t i = 0; i < FB_ARRAY_LEN(proc_hide); i++) {
         snprintf(rel, sizeof rel, "%s/%s", proc, proc_hide[i]);
-        struct stat st;
-        if (lstat(rel, &st) < 0)
-            continue;
-        int rc;
-        if (S_ISDIR(st.st_mode))
-            rc = mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                       "size=0,mode=0555");
-        else
-            rc = mount("dev/null", rel, NULL, MS_BIND, NULL);
-        if (rc < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "hiding /%s", rel);
+        /* Mounted on directly (what this kernel lacks fails with ENOENT);
+         * a type other than expected is looked at. */
+        bool dir = proc_hide_dir(proc_hide[i]);
+        for (int round = 0; round < 2; round++) {
+            int rc = dir ? mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                 "size=0,mode=0555")
+                         : mount("dev/null", rel, NULL, MS_BIND, NULL);
+            if (rc == 0 || errno == ENOENT)
+                break;
+            struct stat st;
+            if (round > 0 || lstat(rel, &st) < 0 || dir == S_ISDIR(st.st_mode))
+                return fb_errno(err, FB_EXIT_SETUP, "hiding /%s", rel);
+            dir = !dir;
+        }
     }
     return 0;
 }
@@ -826,12 +838,9 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
     }
     for (size_t i = 0; i < l->n; i++) {
         struct entry *e = &l->e[i];
-        if (make_parent(e->dst) < 0) {
-            fb_errno(err, FB_EXIT_SETUP, "creating the parent of /%s", e->dst);
-            goto out;
-        }
         if (e->kind == E_SYMLINK) {
-            if (symlink(e->target, e->dst) < 0) {
+            if (symlink(e->target, e->dst) < 0 &&
+                (errno != ENOENT || make_parent(e->dst) < 0 || symlink(e->target, e->dst) < 0)) {
                 fb_errno(err, FB_EXIT_SETUP, "creating /%s", e->dst);
                 goto out;
             }
@@ -856,10 +865,6 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
     if (scratch_at(l, "tmp", 01777, 0, "tmp", err) < 0)
         goto out;
     const char *home = policy_home(p) + 1;
-    if (make_parent(home) < 0) {
-        fb_errno(err, FB_EXIT_SETUP, "creating the parent of /%s", home);
-        goto out;
-    }
     if (scratch_at(l, "home", 0755, 0, home, err) < 0)
         goto out;
     if (setup_dev(p, l, err) < 0 || setup_proc(&sysfd, err) < 0)

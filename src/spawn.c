@@ -2,27 +2,32 @@
  *
  * Parent (supervisor)                    Child (becomes the sandbox's pid 1)
  *   host ids (root: claim a range)
- *   cgroup_create
+ *   v2: cgroup_create (cloned into it)
  *   root: idmapped binds, mount_prepare
  *    (clone bind sources, as root)
- *   clone3(NEWUSER|NEWPID|NEWNS|...)        (v1: cgroup_join_self, first thing)
- *    root: as the range's first id, so      PR_SET_PDEATHSIG(SIGKILL)
- *    the namespace is charged to it         rootless: mount_prepare
- *   write uid_map / gid_map                 ... waits for GO
- *    (rootless: newuidmap/newgidmap)
- *   cgroup_attach (v2 without clone-into)
+ *   clone3(NEWUSER|NEWPID|NEWNS|...)        PR_SET_PDEATHSIG(SIGKILL)
+ *    root: as the range's first id, so      rootless: mount_prepare
+ *    the namespace is charged to it         sethostname, net_setup_child
+ *   write uid_map / gid_map                  (none: DNS; allow: DNS +
+ *    (rootless: newuidmap/newgidmap)          listeners; no ids needed)
+ *   egress_start <------- NETFDS ---------  (sent now, read later)
+ *   cgroup_attach (v2 without clone-into)   ... waits for GO
  *   send GO ------------------------------> setgroups/setresgid/setresuid to
- *                                            the inside ids, keeping the
- *                                            capabilities in the namespace
- *   (seccomp filters: built in, or a
- *    helper compiling since the start)
- *   SECCOMP_PROG (memfds) ---------------->  sethostname, net_setup_child
- *   egress_start <------- NETFDS ---------  (none: DNS; allow: DNS + listeners)
- *                                           mount_build: new root, the
- *                                            namespace's limits, pivot_root
+ *   v1: cgroup_create, limits                the inside ids, keeping the
+ *   CGROUP ("tasks" files) --------------->  capabilities in the namespace
+ *   (seccomp filters: built in, or a        mount_build: new root, the
+ *    helper compiling since the start)       namespace's limits, pivot_root
+ *   SECCOMP_PROG (memfds) ---------------->  v1: join the cgroup ("0" into
+ *                                            "tasks"), rlimit fallbacks,
+ *                                            the cgroup namespace
  *                                           init_main: drop caps, load the
  *                                            seccomp filters received
  *   wait READY <--------- READY ----------  fork the command / serve session
+ *
+ * The child sets up its network while the supervisor writes the id maps,
+ * and a v1 cgroup is made while the child builds its root: on two CPUs
+ * neither waits for the other. (A v2 cgroup must exist before the clone:
+ * moving a process into one afterwards takes a global lock; see cgroup.h.)
  *
  * Bind sources are opened with fluebox's own ids so host permissions are
  * checked against them (as root by the supervisor: the child is born as
@@ -64,8 +69,8 @@ static unsigned long ns_flags(const struct fb_policy *p)
         f |= CLONE_NEWIPC;
     if (p->namespaces & FB_NS_UTS)
         f |= CLONE_NEWUTS;
-    if (p->namespaces & FB_NS_CGROUP)
-        f |= CLONE_NEWCGROUP;
+    /* Not CLONE_NEWCGROUP: the child makes its cgroup namespace once it is
+     * in the sandbox's cgroup, which may be after the clone. */
     return f;
 }
 
@@ -106,10 +111,61 @@ static void close_inherited(int ctl, const struct fb_layout *layout, const struc
     syscall(SYS_close_range, from, ~0U, 0);
 }
 
+/* The network (loopback, the resolver's and the allowlist's sockets, passed
+ * to the supervisor) and the hostname: nothing here needs the id maps, so
+ * it is done while the supervisor writes them. */
+static void child_net(const struct fb_policy *p, int ctl)
+{
+    struct fb_err err = {0};
+    if ((p->namespaces & FB_NS_UTS) && sethostname(p->hostname, strlen(p->hostname)) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "sethostname");
+        child_fail(ctl, &err);
+    }
+    if (!(p->namespaces & FB_NS_NET))
+        return;
+    int fds[FB_CTL_MAX_FDS];
+    size_t nfds = 0;
+    if (net_setup_child(p, fds, &nfds, &err) < 0)
+        child_fail(ctl, &err);
+    if (nfds) {
+        struct fb_msg nm = {.type = FB_MSG_NETFDS};
+        if (ctl_send(ctl, &nm, fds, nfds) < 0) {
+            fb_errno(&err, FB_EXIT_SETUP, "passing network sockets");
+            child_fail(ctl, &err);
+        }
+    }
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+}
+
+/* A cgroup made after the clone (cgroup_attach_late): join it, set the
+ * rlimits that stand in for what it could not apply, then make the cgroup
+ * namespace. Before init runs anything. */
+static void child_join_late(const struct fb_policy *p, int ctl, bool *nproc_fallback)
+{
+    struct fb_err err = {0};
+    struct fb_msg m;
+    int fds[8];
+    size_t nfds = FB_ARRAY_LEN(fds);
+    int r = ctl_recv(ctl, &m, fds, &nfds);
+    if (r <= 0 || m.type != FB_MSG_CGROUP)
+        _exit(FB_EXIT_SETUP);
+    int rc = cgroup_join_fds(fds, nfds, &err);
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    if (rc < 0 || harden_fallback_rlimits(m.code, m.arg, &err) < 0)
+        child_fail(ctl, &err);
+    *nproc_fallback = m.status != 0;
+    if ((p->namespaces & FB_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
+        fb_errno(&err, FB_EXIT_SETUP, "new cgroup namespace");
+        child_fail(ctl, &err);
+    }
+}
+
 __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum fb_mode mode,
                                                  int ctl, struct fb_layout *layout,
                                                  const struct fb_ids *ids, bool nproc_fallback,
-                                                 const struct fb_cgroup *cg,
+                                                 const struct fb_cgroup *cg, bool late_cg,
                                                  const struct fb_spawn_ext *x)
 {
     struct fb_err err = {0};
@@ -139,6 +195,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
      * (idmapped mounts need root). An FB_MODE_EXT caller builds its own. */
     if (!x && !layout && mount_prepare(p, NULL, &layout, &err) < 0)
         child_fail(ctl, &err);
+    child_net(p, ctl);
 
     struct fb_msg m;
     int r = ctl_recv(ctl, &m, NULL, NULL);
@@ -148,10 +205,10 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         child_fail(ctl, &cg_err);
     if (harden_fallback_rlimits(m.code, m.arg, &err) < 0)
         child_fail(ctl, &err);
-    /* We joined our cgroup after the clone (v1 has no CLONE_INTO_CGROUP):
-     * root the cgroup namespace there now, so /proc/self/cgroup shows "/"
-     * and not the host's cgroup paths. */
-    if ((p->namespaces & FB_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
+    /* In the cgroup now (or in none): root the cgroup namespace there, so
+     * /proc/self/cgroup shows "/" and not the host's cgroup paths. A cgroup
+     * made after the clone is joined later (child_join_late). */
+    if (!late_cg && (p->namespaces & FB_NS_CGROUP) && unshare(CLONE_NEWCGROUP) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "new cgroup namespace");
         child_fail(ctl, &err);
     }
@@ -184,25 +241,6 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     struct pollfd pfd = {.fd = ctl, .events = POLLIN};
     if (poll(&pfd, 1, 0) > 0 && (pfd.revents & (POLLHUP | POLLERR)))
         _exit(FB_EXIT_SETUP);
-    if ((p->namespaces & FB_NS_UTS) && sethostname(p->hostname, strlen(p->hostname)) < 0) {
-        fb_errno(&err, FB_EXIT_SETUP, "sethostname");
-        child_fail(ctl, &err);
-    }
-    if (p->namespaces & FB_NS_NET) {
-        int fds[FB_CTL_MAX_FDS];
-        size_t nfds = 0;
-        if (net_setup_child(p, fds, &nfds, &err) < 0)
-            child_fail(ctl, &err);
-        if (nfds) {
-            struct fb_msg nm = {.type = FB_MSG_NETFDS};
-            if (ctl_send(ctl, &nm, fds, nfds) < 0) {
-                fb_errno(&err, FB_EXIT_SETUP, "passing network sockets");
-                child_fail(ctl, &err);
-            }
-        }
-        for (size_t i = 0; i < nfds; i++)
-            close(fds[i]);
-    }
     if (x)
         x->child(p, ctl, x->arg);
     if (mount_scratch(p, layout, ctl, &err) < 0)
@@ -211,6 +249,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         child_fail(ctl, &err);
     if (mount_build(p, layout, &err) < 0)
         child_fail(ctl, &err);
+    if (late_cg)
+        child_join_late(p, ctl, &nproc_fallback);
     init_main(p, mode, ctl, nproc_fallback);
 }
 
@@ -436,6 +476,41 @@ static int write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
     return 0;
 }
 
+/* After a failed write to a child that set up its network before GO: its
+ * own reason, if it sent one before it went. */
+static void child_said(struct fb_sandbox *sb, struct fb_err *err)
+{
+    struct fb_msg m;
+    while (ctl_recv_nonblock(sb->ctl, &m) == 1)
+        if (m.type == FB_MSG_ERR) {
+            fb_errf(err, m.code ? m.code : FB_EXIT_SETUP, "%s", m.text);
+            return;
+        }
+}
+
+/* The cgroup of a child that is already building its root: made and
+ * limited now, joined by the child before init (child_join_late). */
+static int cgroup_late(const struct fb_policy *p, struct fb_sandbox *sb, struct fb_err *err)
+{
+    if (cgroup_create(p, &sb->cg, err) < 0)
+        return -1;
+    int fds[8];
+    size_t nfds = 0;
+    if (cgroup_attach_late(sb->cg, sb->pid, fds, FB_ARRAY_LEN(fds), &nfds, err) < 0)
+        return -1;
+    const char *missing = cgroup_not_applied(sb->cg);
+    sb->nproc_fallback = missing && strstr(missing, "pids");
+    int64_t nproc, data;
+    cgroup_fallback_limits(sb->cg, &nproc, &data);
+    struct fb_msg m = {.type = FB_MSG_CGROUP, .code = (int32_t)nproc, .arg = data,
+                       .status = sb->nproc_fallback};
+    /* If this fails the child is gone, and has said why (seccomp_job_send). */
+    ctl_send(sb->ctl, &m, fds, nfds);
+    for (size_t i = 0; i < nfds; i++)
+        close(fds[i]);
+    return 0;
+}
+
 static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
                  struct fb_sandbox *sb, struct fb_err *err)
 {
@@ -475,8 +550,13 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         return -1;
     }
 
+    /* The cgroup: made now when the child is cloned into it (v2), else
+     * while the child builds its root (cgroup_late). */
+    bool late_cg = false;
     if (x && x->cg) {
         sb->cg = x->cg;
+    } else if (wants_cgroup(p) && !x && !cgroup_before_clone(p)) {
+        late_cg = true;
     } else if (wants_cgroup(p)) {
         if (cgroup_create(p, &sb->cg, err) < 0) {
             seccomp_job_cancel(&scj);
@@ -522,7 +602,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
          * owner's (userns.h). */
         close(sv[0]);
         seccomp_job_close(&scj); /* the supervisor's: it sends them */
-        child_main(p, mode, sv[1], layout, &sb->ids, sb->nproc_fallback, sb->cg, x);
+        child_main(p, mode, sv[1], layout, &sb->ids, sb->nproc_fallback, sb->cg, late_cg, x);
     }
     userns_creator_leave(&creator);
     if (pid < 0) {
@@ -543,8 +623,10 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     sb->pidfd = pidfd;
     sb->ctl = sv[0];
 
-    if (write_maps(pid, p, &sb->ids, x, err) < 0)
+    if (write_maps(pid, p, &sb->ids, x, err) < 0) {
+        child_said(sb, err);
         goto fail_child;
+    }
     if (sb->cg && cgfd < 0 && cgroup_attach(sb->cg, pid, err) < 0)
         goto fail_child;
     /* GO carries the rlimits that stand in for cgroup limits (code:
@@ -555,8 +637,11 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     struct fb_msg go = {.type = FB_MSG_GO, .code = (int32_t)nproc, .arg = data};
     if (ctl_send(sb->ctl, &go, NULL, 0) < 0) {
         fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
+        child_said(sb, err);
         goto fail_child;
     }
+    if (late_cg && cgroup_late(p, sb, err) < 0)
+        goto fail_child;
     if (seccomp_job_send(&scj, sb->ctl, err) < 0)
         goto fail_child;
     for (;;) {
