@@ -950,6 +950,10 @@ static unsigned v2_controllers(const struct hier *v2)
 
 bool cgroup_before_clone(const struct fb_policy *p)
 {
+    /* --require-limits: a limit that cannot be applied is an error said
+     * before anything starts (no mount prepared, no warning printed). */
+    if (p->limits.require)
+        return true;
     const char *mode = getenv("FLUEBOX_CGROUP");
     if (mode && (!strcmp(mode, "v1") || !strcmp(mode, "none")))
         return false;

@@ -36,7 +36,8 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
 /* Whether p's cgroup is best made before the clone: when one v2 directory
  * will hold every controller p limits, so that clone3(CLONE_INTO_CGROUP)
  * places the child there (moving a process into a v2 cgroup afterwards
- * takes the lock described at cgroup_join_self). Otherwise (v1, no
+ * takes the lock described at cgroup_join_self), and with --require-limits
+ * (its error comes before anything starts). Otherwise (v1, no
  * delegation) spawn.c makes it while the child builds its root and the
  * child joins it before init runs anything (cgroup_attach_late). */
 bool cgroup_before_clone(const struct fb_policy *p);
