@@ -247,6 +247,67 @@ static int listen_on(struct srv *srv, const char *path, struct fb_err *err)
     return fd;
 }
 
+/* --remove-dir: the socket's directory was made for this server alone (a
+ * client's private server). Refused unless it is a directory of ours that
+ * nobody else may write in. */
+static int own_dir_check(const char *sock, struct fb_err *err)
+{
+    const char *slash = strrchr(sock, '/');
+    if (sock[0] != '/' || slash == sock)
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--remove-dir: the socket must be given as an absolute path below /");
+    char dir[108];
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - sock), sock);
+    struct stat st;
+    if (lstat(dir, &st) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "--remove-dir: %s", dir);
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--remove-dir: %s is not a directory of uid %u that only it may write in",
+                       dir, (unsigned)geteuid());
+    return 0;
+}
+
+/* At exit, with the lock held (the socket is ours): the socket, its lock
+ * and, with --remove-dir, the files in the socket's directory (the client
+ * keeps the server's log there) and the directory. A subdirectory, which
+ * the server never makes, keeps the directory. */
+static void release_socket(struct srv *srv)
+{
+    if (srv->lock_fd < 0)
+        return;
+    char lockp[sizeof srv->sock_path + 8];
+    snprintf(lockp, sizeof lockp, "%s.lock", srv->sock_path);
+    unlink(srv->sock_path);
+    unlink(lockp);
+    close(srv->lock_fd);
+    srv->lock_fd = -1;
+    if (!srv->remove_dir)
+        return;
+    char dir[sizeof srv->sock_path];
+    snprintf(dir, sizeof dir, "%s", srv->sock_path);
+    *strrchr(dir, '/') = 0; /* checked at start (own_dir_check) */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+    if (!d) {
+        if (dfd >= 0)
+            close(dfd);
+        fb_warn("--remove-dir: %s: %s", dir, strerror(errno));
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode))
+            unlinkat(dfd, de->d_name, 0);
+    }
+    closedir(d);
+    if (rmdir(dir) < 0 && errno != ENOENT)
+        fb_warn("--remove-dir: %s: %s", dir, strerror(errno));
+}
+
 static void shutdown_all(struct srv *srv)
 {
     srv->stopping = true;
@@ -424,6 +485,12 @@ static int set_exit_with_parent(void *ctx, const struct fb_opt *o, const char *v
     return 0;
 }
 
+static int set_remove_dir(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    SRV(ctx)->remove_dir = true;
+    return 0;
+}
+
 static int set_foreign(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     struct foreign_rules *r = &SRV(ctx)->foreign;
@@ -461,6 +528,9 @@ static const struct fb_opt serve_opts[] = {
      "write \"ready\" to descriptor N once listening", NULL},
     {"exit-with-parent", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_exit_with_parent,
      "shut down when the process that started it dies", NULL},
+    {"remove-dir", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_remove_dir,
+     "remove the socket's directory and the files in it at exit (a client's private server)",
+     NULL},
     {"foreign-profiles", 0, FB_ARG_VALUE, "LIST", FB_OPT_ANY, set_foreign,
      "built-in profiles other uids may use (strict,standard; none)",
      "Other users (when the socket is opened to them; docs/server.md):"},
@@ -608,15 +678,9 @@ static int serve_start(struct srv *srv)
 {
     struct fb_err err = {0};
     int sfd = signals_fd();
-    if (srv->exit_with_parent) {
-        /* The parent's death arrives as SIGTERM: a clean shutdown. If it
-         * died before we asked, we are an orphan already. */
-        pid_t parent = getppid();
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent) {
-            fb_warn("serve: the parent is gone already (--exit-with-parent)");
-            return FB_EXIT_SETUP;
-        }
+    if (srv->remove_dir && own_dir_check(srv->sock_path, &err) < 0) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
     }
 
     /* Every session holds a few descriptors here and every exec two or
@@ -635,9 +699,26 @@ static int serve_start(struct srv *srv)
     }
     cgroup_sweep_stale();
     int lfd = listen_on(srv, srv->sock_path, &err);
+    if (lfd < 0 && srv->lock_fd >= 0) {
+        /* Not listening: the path is not ours to remove at exit. */
+        close(srv->lock_fd);
+        srv->lock_fd = -1;
+    }
     if (lfd < 0 || sfd < 0) {
         fb_warn("%s", lfd < 0 ? err.msg : "signalfd failed");
         return FB_EXIT_SETUP;
+    }
+    if (srv->exit_with_parent) {
+        /* The parent's death arrives as SIGTERM: a clean shutdown. If it
+         * died before we asked, we are an orphan already (and, listening
+         * now, clean up what is ours on the way out). */
+        pid_t parent = getppid();
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) {
+            fb_warn("serve: the parent is gone already (--exit-with-parent)");
+            close(lfd);
+            return FB_EXIT_SETUP;
+        }
     }
     srv->ep = epoll_create1(EPOLL_CLOEXEC);
     if (srv->ep < 0 || worker_start(&err) < 0 || ws_start(srv, &err) < 0) {
@@ -674,8 +755,10 @@ static int serve_run(struct srv *srv, const char *sock)
         return FB_EXIT_SETUP;
     }
     int r = serve_start(srv);
-    if (r)
+    if (r) {
+        release_socket(srv);
         return r;
+    }
     pool_refill(srv);
     serve_loop(srv);
 
@@ -687,12 +770,7 @@ static int serve_run(struct srv *srv, const char *sock)
     free_all(srv);
     w_close(srv, &srv->wsig);
     close(srv->ep);
-    if (srv->lock_fd >= 0) {
-        char lockp[sizeof srv->sock_path + 8];
-        snprintf(lockp, sizeof lockp, "%s.lock", srv->sock_path);
-        unlink(lockp);
-        close(srv->lock_fd);
-    }
+    release_socket(srv);
     free(srv->recbuf);
     return 0;
 }

@@ -207,6 +207,7 @@ struct srv {
     int lock_fd;
     int ready_fd;
     bool exit_with_parent;
+    bool remove_dir;           /* --remove-dir: the socket's directory goes with us */
     struct foreign_rules foreign; /* what other uids may ask for (--foreign-*) */
 };
 

@@ -1402,6 +1402,49 @@ def t_ready_fd_and_parent():
 
 
 @test
+def t_remove_dir():
+    """--remove-dir (the clients' private servers): the server removes the
+    socket's directory, with the log its client keeps there, when it stops,
+    also when its parent was SIGKILLed and nobody else is left to; a second
+    server refused on the socket removes nothing; a directory others may
+    write in is refused."""
+    d = tempfile.mkdtemp(prefix="fbrd.")  # 0700, ours
+    sock = os.path.join(d, "fluebox.sock")
+    log = os.path.join(d, "server.log")
+    try:
+        sh = subprocess.Popen(["sh", "-c", '"$0" serve --socket "$1" --exit-with-parent --remove-dir '
+                               '2>"$2" & echo $!; wait', FB, sock, log],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        spid = int(sh.stdout.readline())
+        up = wait_for(lambda: os.path.exists(sock) and fbc.Conn(sock).call("server.info"), 20)
+        r = subprocess.run([FB, "serve", "--socket", sock, "--remove-dir"], capture_output=True,
+                           text=True, timeout=20)
+        check("--remove-dir: a second server on the socket is refused and removes nothing",
+              up and r.returncode == 125 and "another" in r.stderr and os.path.exists(sock) and
+              os.path.exists(log) and fbc.Conn(sock).call("server.info")["protocol"] == 1, r.stderr)
+        sh.kill()
+        sh.wait()
+        gone = wait_for(lambda: not os.path.exists(d), 15)
+        check("--remove-dir: its parent SIGKILLed, the server stops and removes its directory "
+              "(socket, lock, log)", gone and wait_for(lambda: not os.path.exists("/proc/%d" % spid) or
+                                                      open("/proc/%d/stat" % spid).read().split(")")[1].split()[0] == "Z", 15),
+              os.listdir(d) if os.path.exists(d) else "server still running")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    d = tempfile.mkdtemp(prefix="fbrd.")
+    os.chmod(d, 0o1777)
+    try:
+        open(os.path.join(d, "keep"), "w").close()
+        r = subprocess.run([FB, "serve", "--socket", os.path.join(d, "s.sock"), "--remove-dir"],
+                           capture_output=True, text=True, timeout=20)
+        check("--remove-dir: a directory others may write in is refused (125), nothing removed",
+              r.returncode == 125 and "--remove-dir" in r.stderr and
+              os.listdir(d) == ["keep"], (r.returncode, r.stderr, os.listdir(d)))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@test
 def t_second_server_refused(srv):
     r = subprocess.run([FB, "serve", "--socket", srv.sock], capture_output=True, text=True, timeout=20)
     check("a second server on the same socket is refused", r.returncode == 125 and "another" in r.stderr, r.stderr)

@@ -153,7 +153,7 @@ function installExitHook() {
 
 class PrivateServer {
   /**
-   * Starts `fluebox serve --socket DIR/fluebox.sock --exit-with-parent
+   * Starts `fluebox serve --socket DIR/fluebox.sock --exit-with-parent --remove-dir
    * --ready-fd 3 ARGS...` and resolves once it has written "ready" (its
    * socket listens), with the first Connection.
    */
@@ -163,8 +163,9 @@ class PrivateServer {
     fs.chmodSync(dir, 0o700);
     const socket = path.join(dir, 'fluebox.sock');
     // --exit-with-parent: the server shuts down cleanly when this process
-    // dies, however it dies (SIGKILL included).
-    const args = ['serve', '--socket', socket, '--exit-with-parent', '--ready-fd', '3', ...serverArgs];
+    // dies, however it dies (SIGKILL included); --remove-dir: it removes
+    // its directory as it stops, so nothing is left behind then either.
+    const args = ['serve', '--socket', socket, '--exit-with-parent', '--remove-dir', '--ready-fd', '3', ...serverArgs];
     const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe', 'pipe'], env: env || process.env });
     const server = new PrivateServer(child, dir, socket, bin);
     const ready = await new Promise((resolve) => {

@@ -114,9 +114,15 @@ describe('connect', () => {
       child.stdout.on('data', (b) => { out += b; });
       await waitFor(() => out.includes('\n'), 20000, 'child connected');
       const info = JSON.parse(out);
-      if (!how.startsWith('exits')) child.kill('SIGKILL');
+      if (!how.startsWith('exits')) {
+        assert.ok(fs.existsSync(path.dirname(info.socket))); // the client is still running
+        child.kill('SIGKILL');
+      }
       await exited;
       await waitFor(() => !pidAlive(info.pid), 15000, 'private server exit');
+      // Nobody is left to clean up but the server: it removes its own
+      // directory (socket and lock) as it stops.
+      await waitFor(() => !fs.existsSync(path.dirname(info.socket)), 15000, "the private server's directory removed");
     });
   }
 });

@@ -564,8 +564,10 @@ def _spawn_from_lasting_thread(fn, *args, **kwargs):
 class PrivateServerProcess:
     """A `fluebox serve` child on a socket in a fresh 0700 directory, started
     with --exit-with-parent (it shuts down cleanly when the thread that
-    started it, or this process, dies) and --ready-fd (it says when its
-    socket listens). Also stopped by stop() and at interpreter exit."""
+    started it, or this process, dies), --remove-dir (it removes that
+    directory, its log included, as it stops: nothing is left behind when
+    this process is killed) and --ready-fd (it says when its socket
+    listens). Also stopped by stop() and at interpreter exit."""
 
     def __init__(self, binary: Optional[str] = None, server_args: Sequence[str] = (),
                  env: Optional[Mapping[str, str]] = None):
@@ -581,7 +583,7 @@ class PrivateServerProcess:
             self.proc = _spawn_from_lasting_thread(
                 subprocess.Popen,
                 [self.binary, "serve", "--socket", self.socket, "--exit-with-parent",
-                 "--ready-fd", str(wfd)] + list(server_args),
+                 "--remove-dir", "--ready-fd", str(wfd)] + list(server_args),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=self._stderr,

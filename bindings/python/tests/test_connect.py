@@ -175,22 +175,27 @@ class ConnectTest(unittest.TestCase):
             "from fluebox import Fluebox\n"
             "fb = Fluebox.connect(private=True, binary=%r)\n"
             "fb.create_session()\n"
-            "print(fb.server_pid, flush=True)\n" % (PKG, binary())
+            "print(fb.server_pid, fb.socket, flush=True)\n" % (PKG, binary())
         ) + tail
         p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
-        pid = int(p.stdout.readline())
-        return p, pid
+        pid, sock = p.stdout.readline().decode().split()
+        return p, int(pid), os.path.dirname(sock)
 
     def test_private_server_exits_with_client_process(self):
-        p, pid = self._child("")
+        p, pid, d = self._child("")
         p.wait(20)
         wait_for(lambda: not pid_alive(pid), 15, "private server exit")
+        wait_for(lambda: not os.path.exists(d), 15, "the private server's directory removed")
 
     def test_private_server_exits_when_client_is_sigkilled(self):
-        p, pid = self._child("time.sleep(60)\n")
+        # Nobody is left to clean up but the server: it removes its own
+        # directory (socket, lock and server.log) as it stops.
+        p, pid, d = self._child("time.sleep(60)\n")
+        self.assertTrue(os.path.exists(os.path.join(d, "server.log")))  # the client still runs
         p.send_signal(signal.SIGKILL)
         p.wait(10)
         wait_for(lambda: not pid_alive(pid), 15, "private server exit")
+        wait_for(lambda: not os.path.exists(d), 15, "the private server's directory removed")
 
 
 def _other_uid():
