@@ -177,10 +177,17 @@ static void explain(const struct fb_doc_env *e, struct fb_check *c, int abi)
         snprintf(c->cost, sizeof c->cost,
                  "fluebox run as root cannot prepare the sandbox's binds and refuses (an ordinary "
                  "user's fluebox prepares them inside its own user namespace instead)");
-        snprintf(c->fix, sizeof c->fix,
-                 "root here lacks CAP_SYS_ADMIN (a container's default): run fluebox as an "
-                 "ordinary user inside (Docker: --user 1000), or grant the capability (Docker: "
-                 "--cap-add SYS_ADMIN)");
+        if (!e->init_userns && e->cap_sys_admin)
+            snprintf(c->fix, sizeof c->fix,
+                     "root of this user namespace holds CAP_SYS_ADMIN over the mounts of mount "
+                     "namespaces its user namespace owns, and this one is older: start fluebox "
+                     "in a mount namespace of its own (unshare -m), or run it as an ordinary "
+                     "user");
+        else
+            snprintf(c->fix, sizeof c->fix,
+                     "root here lacks CAP_SYS_ADMIN (a container's default): run fluebox as an "
+                     "ordinary user inside (Docker: --user 1000), or grant the capability "
+                     "(Docker: --cap-add SYS_ADMIN)");
     } else if (!strcmp(id, "seccomp")) {
         snprintf(c->cost, sizeof c->cost,
                  "no system-call filter: fluebox refuses to run anything, in either isolation");
@@ -506,7 +513,7 @@ int cmd_doctor(int argc, char **argv)
     size_t i_pivot = n;
     doctor_pivot_root(&e, &c[n++]);
     size_t i_rm = SIZE_MAX;
-    if (e.root && e.init_userns) {
+    if (e.root && e.idmode == FB_IDMODE_RANGE) {
         i_rm = n;
         doctor_root_mounts(&e, &c[n++]);
     }

@@ -62,8 +62,9 @@ void doctor_userns(const struct fb_doc_env *e, bool unprivileged, struct fb_chec
 void doctor_namespaces(const struct fb_doc_env *e, struct fb_check *c);
 void doctor_procfs(const struct fb_doc_env *e, struct fb_check *c);
 void doctor_pivot_root(const struct fb_doc_env *e, struct fb_check *c);
-/* As root (in the initial user namespace): fluebox prepares the binds in
- * the supervisor, which needs CAP_SYS_ADMIN there. */
+/* As root with a range of ids (FB_IDMODE_RANGE): fluebox prepares the
+ * binds in the supervisor, which needs CAP_SYS_ADMIN over the mount
+ * namespace it runs in. */
 void doctor_root_mounts(const struct fb_doc_env *e, struct fb_check *c);
 void doctor_seccomp(const struct fb_doc_env *e, bool notify, struct fb_check *c);
 void doctor_idmap(const struct fb_doc_env *e, const char *ws, struct fb_check *c);

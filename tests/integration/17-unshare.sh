@@ -7,7 +7,10 @@
 # first shown open without fluebox in the same namespace, then closed by it:
 # a host file outside the workspace, a write outside it, a loopback server
 # of the host, a host process, the host's sysctls. fluebox doctor says what
-# it found (the namespace, the id it is outside, rootless here).
+# it found (the namespace, the id it is outside, rootless here). As root,
+# namespaces that map more ids (tests/mapns.py): 65,536 ids without the
+# pool (rootless), id 100000 without the pool (that one id), the pool
+# (a range per sandbox, once fluebox has a mount namespace of its own).
 . "$ROOT/tests/lib.sh"
 
 # ns CMD... — CMD as FB_AS in a new user namespace mapping only FB_AS's uid
@@ -117,6 +120,40 @@ sys.exit(0 if ok else 1)' "$T/d.json" "$me"; then
 else fail "doctor in the namespace" "rc $RC $(head -c 900 "$T/d.json") $ERR"; fi
 if as_root; then
   grep -q "host root's uid 0" "$T/d.json" && ok "doctor (as root): says the one id is host root's" || fail "doctor: host root's id" "$(head -c 600 "$T/d.json")"
+fi
+
+# ---- as root: user namespaces that map more than one id (tests/mapns.py) ----
+# Which ids a sandbox gets follows from what the namespace maps.
+mapped() { # MAP CMD... — CMD as uid 0 of a user namespace mapping MAP
+  /usr/bin/python3 "$ROOT/tests/mapns.py" "$@" >"$T/.out" 2>"$T/.err" </dev/null; RC=$?
+  OUT=$(cat "$T/.out"); ERR=$(cat "$T/.err")
+}
+djson() { # NAME MAP PYEXPR — doctor --json in MAP's namespace; r the object, c the checks
+  mapped "$2" "$FB" doctor --json --workspace "$WS"
+  if printf '%s' "$OUT" | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin); c={x["id"]: x for x in r["checks"]}; sys.exit(0 if eval(sys.argv[1]) else 1)' "$3" 2>/dev/null; then
+    ok "$1"; else fail "$1" "rc $RC $(printf %s "$OUT" | head -c 700) $ERR"; fi
+}
+SBMAP='cat /proc/self/uid_map'
+if as_root; then
+  # 65,536 ids from 200000 (a rootless container's): none of the pool, not
+  # id 100000 either: rootless, the sandbox user is the namespace's uid 0.
+  mapped 0:200000:65536 "$FB" run -q -- sh -c "$SBMAP"
+  [ "$RC" = 0 ] && [ "$(echo $OUT)" = "1000 0 1" ] && ok "a namespace of 65,536 ids without the pool: rootless (its uid 0)" || fail "65,536 ids: the sandbox's map" "rc $RC: $OUT $ERR"
+  djson "doctor there: ids own, uid 0 is 200000 outside" 0:200000:65536 'r["user_namespace"]["ids"] == "own" and r["user_namespace"]["outer_uid"] == 200000 and r["user_namespace"]["mapped_uids"] == 65536 and not r["root"] and r["verdict"] == "full"'
+  # 200,000 ids: id 100000 among them, none of the pool: that one id.
+  mapped 0:200000:200000 "$FB" run -q -- sh -c "$SBMAP"
+  [ "$RC" = 0 ] && [ "$(echo $OUT)" = "1000 100000 1" ] && ok "a namespace that maps id 100000 but not the pool: the sandbox runs as 100000" || fail "200,000 ids: the sandbox's map" "rc $RC: $OUT $ERR"
+  djson "doctor there: ids legacy, with its cost" 0:200000:200000 'r["user_namespace"]["ids"] == "legacy" and r["root"] and c["ids"]["cost"] and "root_mounts" not in c'
+  # The pool mapped, in the parent's mount namespace: root here cannot
+  # clone its mounts; doctor says so, with the fix, and the fix works.
+  mapped 0:0:4000000000 "$FB" run -q -- true
+  case "$RC:$ERR" in 125:*"fluebox doctor"*) ok "the pool mapped, an older mount namespace: run refuses and names doctor" ;; *) fail "pool mapped, parent's mount namespace" "rc $RC: $ERR" ;; esac
+  djson "doctor there: a range per sandbox, but root cannot prepare the mounts (fix: unshare -m)" 0:0:4000000000 'r["user_namespace"]["ids"] == "range" and c["root_mounts"]["status"] == "missing" and "unshare -m" in c["root_mounts"]["fix"] and r["verdict"] != "full"'
+  mapped 0:0:4000000000 unshare -m "$FB" run -q -- sh -c "$SBMAP"
+  set -- $OUT
+  if [ "$RC" = 0 ] && [ "${1:-}" = 0 ] && [ "${2:-0}" -ge 1879048192 ] && [ "${3:-}" = 65536 ]; then
+    ok "with a mount namespace of its own: a range of 65,536 ids from the pool ($2)"
+  else fail "pool mapped, unshare -m: the sandbox's map" "rc $RC: $OUT $ERR"; fi
 fi
 
 # ---- fluebox serve ----
