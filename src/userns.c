@@ -25,11 +25,12 @@
  * creates are stored with the owner's ids.
  *
  * Root of a user namespace that maps no range of the pool and not even
- * FB_IDRANGE_LEGACY_ID (`unshare -r`, the root of a rootless container)
- * is rootless: what its uid 0 can write into a child's uid_map is the one
- * id it is (the capabilities it holds end at its own namespace), so that
- * is the sandbox user, as for an ordinary user. Being uid 0 decides
- * nothing; which ids the namespace maps does.
+ * FB_IDRANGE_LEGACY_ID (`unshare -r`, which maps only its creator; the
+ * root of a rootless container, whose ids are a user's) is rootless: the
+ * capabilities it holds end at its own namespace, and none of the ids
+ * fluebox gives sandboxes are there, so the sandbox user is its own id, as
+ * for an ordinary user. Being uid 0 decides nothing; which ids the
+ * namespace maps does (userns_idmode).
  *
  * Rootless, the sandbox user must be the caller's own uid (nothing else can
  * write the caller's files, and unprivileged users cannot make idmapped
@@ -175,10 +176,10 @@ int userns_host_ids(const struct fb_policy *p, struct fb_ids *ids, struct fb_err
             return 0;
         }
         if (rc > 0) {
-            /* uid 0 of a user namespace that maps only what its creator
-             * is (`unshare -r`, a rootless container): its capabilities
-             * end at that namespace, and its own ids are all it can map.
-             * The sandbox runs as them, as an ordinary user's does. */
+            /* uid 0 of a user namespace that maps none of our ids
+             * (`unshare -r`, a rootless container): its capabilities end
+             * at that namespace. The sandbox runs as its own id, as an
+             * ordinary user's does. */
             ids->root = false;
             ids->host_uid = geteuid();
             ids->host_gid = getegid();
