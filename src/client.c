@@ -2,15 +2,14 @@
  *   fluebox session create [RUN OPTIONS] [--ttl D] [--idle-timeout D] [--json]
  *   fluebox session rm ID... | ls [--json] | info ID
  *   fluebox exec [--cwd DIR] [--env K=V]... [--timeout D] [-i] ID [--] CMD [ARGS...]
- *   fluebox cp [-p] SRC DST        (one of them ID:PATH; "-" is stdin/stdout)
+ *   fluebox cp [-p] [-r] SRC DST   (client_cp.c)
  * Each takes --socket PATH (default: as the server, docs/protocol.md 1).
  * They speak the wire protocol like any other client: one JSON line per
  * request, blocking I/O, one request at a time (exec streams). */
 #include "commands.h"
 
 #include "cli.h"
-
-#include "proto.h"
+#include "client.h"
 #include "toolchain.h"
 
 #include <fcntl.h>
@@ -22,13 +21,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-
-struct cli {
-    int fd;
-    struct fb_buf in;
-    int64_t next_id;
-    const char *path;
-};
 
 /* The server must be ours or root's, or FLUEBOX_SERVER_UID's (a server
  * another user opened to us): SO_PEERCRED says who called listen(). Anyone
@@ -56,7 +48,7 @@ static int check_peer(int fd, const char *sock, struct fb_err *err)
                    sock, (unsigned)cr.uid, (unsigned)me, (unsigned)cr.uid);
 }
 
-static int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
+int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
 {
     static char def[108];
     memset(c, 0, sizeof *c);
@@ -93,7 +85,7 @@ static int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
     return 0;
 }
 
-static void cli_close(struct cli *c)
+void cli_close(struct cli *c)
 {
     if (c->fd >= 0)
         close(c->fd);
@@ -101,10 +93,7 @@ static void cli_close(struct cli *c)
     c->fd = -1;
 }
 
-static json_t *cli_recv(struct cli *c, struct fb_err *err);
-static void err_from(json_t *er, struct fb_err *err);
-
-static int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id,
+int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id,
                     struct fb_err *err)
 {
     *id = ++c->next_id;
@@ -136,8 +125,7 @@ static int cli_send(struct cli *c, const char *method, json_t *params, int64_t *
     return 0;
 }
 
-/* Next message from the server (a new reference), or NULL on EOF/error. */
-static json_t *cli_recv(struct cli *c, struct fb_err *err)
+json_t *cli_recv(struct cli *c, struct fb_err *err)
 {
     for (;;) {
         const char *h = buf_head(&c->in);
@@ -165,17 +153,14 @@ static json_t *cli_recv(struct cli *c, struct fb_err *err)
     }
 }
 
-/* Fill err from a response's error object. Exit code 125 always. */
-static void err_from(json_t *er, struct fb_err *err)
+void err_from(json_t *er, struct fb_err *err)
 {
     const char *code = json_string_value(json_object_get(er, "code"));
     const char *msg = json_string_value(json_object_get(er, "message"));
     fb_errf(err, FB_EXIT_SETUP, "%s (%s)", msg ? msg : "error", code ? code : "?");
 }
 
-/* One request, wait for its response; events are ignored. Returns the
- * result (new reference) or NULL with err. */
-static json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_err *err)
+json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_err *err)
 {
     int64_t id;
     if (cli_send(c, method, params, &id, err) < 0)
@@ -243,7 +228,7 @@ static char *fix_path_opt(const struct fb_opt *o, const char *v)
     }
 }
 
-static void print_json(json_t *j)
+void print_json(json_t *j)
 {
     char *s = json_dumps(j, JSON_INDENT(2));
     if (s) {
@@ -252,18 +237,7 @@ static void print_json(json_t *j)
     }
 }
 
-/* The options every client subcommand shares, and their values. */
-struct copts {
-    const char *sock;
-    bool json;
-    int64_t ttl, idle;
-    const char *cwd;
-    json_t *env;
-    int64_t timeout;
-    bool want_stdin, parents;
-};
-
-static int set_socket(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+int set_socket(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     if (!*v)
         return fb_errf(err, FB_EXIT_SETUP, "--socket: empty path");
@@ -271,7 +245,7 @@ static int set_socket(void *ctx, const struct fb_opt *o, const char *v, struct f
     return 0;
 }
 
-static int set_json(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+int set_json(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     ((struct copts *)ctx)->json = true;
     return 0;
@@ -292,11 +266,6 @@ static int set_lifetime(void *ctx, const struct fb_opt *o, const char *v, struct
     return 0;
 }
 
-/* A macro, not a const object: C wants constants in initialisers. */
-#define SOCKET_OPT                                                                               \
-    {"socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_socket,                              \
-     "the server's socket (default: as fluebox serve, docs/protocol.md)", NULL}
-
 static const struct fb_opt create_opts[] = {
     SOCKET_OPT,
     {"ttl", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_lifetime,
@@ -304,6 +273,9 @@ static const struct fb_opt create_opts[] = {
     {"idle-timeout", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_lifetime,
      "destroy it after this long unused (default 30m; 0 = never)", NULL},
     {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "print the session's info object",
+     NULL},
+    {"publish", 'p', FB_ARG_VALUE, "[HOSTPORT:]PORT", FB_OPT_ANY, set_publish,
+     "relay 127.0.0.1:HOSTPORT on the host to PORT inside (repeatable; see session publish)",
      NULL},
 };
 
@@ -337,6 +309,7 @@ static int session_create(int argc, char **argv)
     }
     if (r < 0 || opt_apply(&parsed, &co, &err) < 0) {
         opt_parsed_free(&parsed);
+        json_decref(co.publish);
         fb_warn("%s", err.msg);
         return FB_EXIT_SETUP;
     }
@@ -361,6 +334,8 @@ static int session_create(int argc, char **argv)
     json_object_set_new(params, "caller", callenv_to_json(&ce));
     if (co.idle >= 0)
         json_object_set_new(params, "idleTimeoutMs", json_integer(co.idle));
+    if (co.publish)
+        json_object_set_new(params, "publish", co.publish);
     struct cli c;
     if (cli_connect(&c, co.sock, &err) < 0) {
         json_decref(params);
@@ -382,10 +357,13 @@ static int session_create(int argc, char **argv)
 }
 
 static const char session_usage[] =
-    "Usage: fluebox session create [RUN OPTIONS] [--ttl DURATION] [--idle-timeout DURATION] [--json]\n"
+    "Usage: fluebox session create [RUN OPTIONS] [--ttl DURATION] [--idle-timeout DURATION]\n"
+    "                              [--publish [HOSTPORT:]PORT]... [--json]\n"
     "       fluebox session rm ID...\n"
     "       fluebox session ls [--json]\n"
     "       fluebox session info ID\n"
+    "       fluebox session publish [--any-uid] ID [HOSTPORT:]PORT | unpublish ID PORT\n"
+    "       fluebox session diff [--json] ID [PATH...] | commit [--force] ID [PATH...] | reset ID\n"
     "All take --socket PATH; fluebox session SUBCOMMAND --help lists each one's options.\n"
     "See docs/server.md.\n";
 
@@ -394,9 +372,7 @@ static const struct fb_opt session_opts[] = {
     {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "JSON output", NULL},
 };
 
-/* Parse a client subcommand's options (anywhere on the line); 1 = --help
- * (printed), -1 = error (printed). */
-static int client_opts(const char *cmd, const char *usage, const struct fb_opt *opts, size_t n,
+int client_opts(const char *cmd, const char *usage, const struct fb_opt *opts, size_t n,
                        struct copts *co, int argc, char **argv, unsigned mode,
                        struct fb_parsed *parsed)
 {
@@ -427,8 +403,12 @@ int cmd_session(int argc, char **argv)
         return session_create(argc - 1, argv + 1);
     bool ls = !strcmp(sub, "ls") || !strcmp(sub, "list");
     bool info = !strcmp(sub, "info");
+    int more = client_session_more(argc, argv);
+    if (more >= 0)
+        return more;
     if (!ls && !info && strcmp(sub, "rm") && strcmp(sub, "destroy")) {
-        fb_warn("session: unknown subcommand \"%s\" (create, rm, ls, info; see fluebox session --help)", sub);
+        fb_warn("session: unknown subcommand \"%s\" (create, rm, ls, info, publish, unpublish, "
+                "diff, commit, reset; see fluebox session --help)", sub);
         return FB_EXIT_SETUP;
     }
     char cmd[32], usage[160];
@@ -558,7 +538,7 @@ static const struct fb_opt exec_opts[] = {
      "send this process's standard input (read to the end first)", NULL},
 };
 
-static int write_decoded(int fd, const char *b64, size_t n)
+int write_decoded(int fd, const char *b64, size_t n)
 {
     unsigned char *d = fb_xmalloc(b64_decoded_max(n));
     ssize_t l = b64_decode(b64, n, d);
@@ -719,205 +699,4 @@ int cmd_exec(int argc, char **argv)
         close(sfd);
     cli_close(&c);
     return rc;
-}
-
-/* ---- cp ---- */
-
-static const char cp_usage[] =
-    "Usage: fluebox cp [OPTIONS] SRC DST\n"
-    "Copies one file into or out of a session. Exactly one of SRC and DST is\n"
-    "SESSION:PATH (a relative PATH is relative to the session's /workspace);\n"
-    "the other is a local path, or - for standard input / output. A DST that is\n"
-    "a directory (or ends in /) receives the file under its own name.\n"
-    "\n";
-
-static int set_parents(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
-{
-    ((struct copts *)ctx)->parents = true;
-    return 0;
-}
-
-static const struct fb_opt cp_opts[] = {
-    SOCKET_OPT,
-    {"parents", 'p', FB_ARG_NONE, NULL, FB_OPT_ANY, set_parents,
-     "create missing parent directories in the session", NULL},
-};
-
-/* "s-0123:path" -> id and path. A local path with a colon before any
- * slash needs "./". */
-static bool split_remote(const char *a, char **id, const char **path)
-{
-    const char *colon = strchr(a, ':');
-    if (!colon || colon == a)
-        return false;
-    for (const char *p = a; p < colon; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-              *p == '-' || *p == '_'))
-            return false;
-    *id = fb_xstrndup(a, (size_t)(colon - a));
-    *path = colon + 1;
-    return true;
-}
-
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-#define CP_CHUNK (8u << 20)
-
-static int cp_in(struct cli *c, const char *local, const char *sid, const char *rpath,
-                 bool parents, struct fb_err *err)
-{
-    int fd = 0;
-    mode_t mode = 0644;
-    if (strcmp(local, "-")) {
-        fd = open(local, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "%s", local);
-        struct stat st;
-        if (fstat(fd, &st) == 0) {
-            if (S_ISDIR(st.st_mode)) {
-                close(fd);
-                return fb_errf(err, FB_EXIT_SETUP, "%s: directories are not supported (use tar through fluebox exec)", local);
-            }
-            mode = st.st_mode & 0777;
-        }
-    }
-    /* Into a directory? */
-    cleanup_free char *target = NULL;
-    size_t rl = strlen(rpath);
-    if (!rl || rpath[rl - 1] == '/') {
-        target = fb_xasprintf("%s%s", rl ? rpath : "", strcmp(local, "-") ? base_name(local) : "stdin");
-    } else {
-        json_t *st = cli_call(c, "file.stat", json_pack("{s:s, s:s}", "session", sid, "path", rpath), err);
-        if (st && !strcmp(json_string_value(json_object_get(st, "type")) ?: "", "dir"))
-            target = fb_xasprintf("%s/%s", rpath, strcmp(local, "-") ? base_name(local) : "stdin");
-        else
-            target = fb_xstrdup(rpath);
-        json_decref(st);
-    }
-    unsigned char *buf = fb_xmalloc(CP_CHUNK);
-    char *b64 = fb_xmalloc(b64_encoded_len(CP_CHUNK) + 1);
-    bool first = true;
-    int rc = 0;
-    for (;;) {
-        ssize_t n = fb_read_full(fd, buf, CP_CHUNK);
-        if (n < 0) {
-            rc = fb_errno(err, FB_EXIT_SETUP, "%s", local);
-            break;
-        }
-        if (n == 0 && !first)
-            break;
-        size_t bl = b64_encode(buf, (size_t)n, b64);
-        json_t *p = json_pack("{s:s, s:s, s:s%, s:s, s:b, s:b, s:i}", "session", sid, "path", target,
-                              "data", b64, bl, "encoding", "base64", "append", !first, "parents",
-                              parents, "mode", (int)mode);
-        json_t *res = cli_call(c, "file.write", p, err);
-        if (!res) {
-            rc = -1;
-            break;
-        }
-        json_decref(res);
-        first = false;
-        if ((size_t)n < CP_CHUNK)
-            break;
-    }
-    free(buf);
-    free(b64);
-    if (fd > 0)
-        close(fd);
-    return rc;
-}
-
-static int cp_out(struct cli *c, const char *sid, const char *rpath, const char *local,
-                  struct fb_err *err)
-{
-    json_t *st = cli_call(c, "file.stat", json_pack("{s:s, s:s}", "session", sid, "path", rpath), err);
-    if (!st)
-        return -1;
-    const char *type = json_string_value(json_object_get(st, "type"));
-    mode_t mode = (mode_t)json_integer_value(json_object_get(st, "mode")) & 0777;
-    bool dir = type && !strcmp(type, "dir");
-    json_decref(st);
-    if (dir)
-        return fb_errf(err, FB_EXIT_SETUP, "%s: directories are not supported (use tar through fluebox exec)", rpath);
-    int fd = 1;
-    cleanup_free char *target = NULL;
-    if (strcmp(local, "-")) {
-        struct stat lst;
-        size_t ll = strlen(local);
-        if ((ll && local[ll - 1] == '/') || (stat(local, &lst) == 0 && S_ISDIR(lst.st_mode)))
-            target = fb_xasprintf("%s/%s", local, base_name(rpath));
-        else
-            target = fb_xstrdup(local);
-        fd = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode ? mode : 0644);
-        if (fd < 0)
-            return fb_errno(err, FB_EXIT_SETUP, "%s", target);
-    }
-    int64_t off = 0;
-    int rc = 0;
-    for (;;) {
-        json_t *res = cli_call(c, "file.read",
-                               json_pack("{s:s, s:s, s:I, s:s}", "session", sid, "path", rpath,
-                                         "offset", (json_int_t)off, "encoding", "base64"),
-                               err);
-        if (!res) {
-            rc = -1;
-            break;
-        }
-        json_t *d = json_object_get(res, "data");
-        int64_t got = json_integer_value(json_object_get(res, "bytesRead"));
-        bool eof = json_is_true(json_object_get(res, "eof"));
-        if (json_is_string(d) && write_decoded(fd, json_string_value(d), json_string_length(d)) < 0)
-            rc = fb_errno(err, FB_EXIT_SETUP, "%s", target ? target : "stdout");
-        json_decref(res);
-        off += got;
-        if (rc < 0 || eof || got <= 0)
-            break;
-    }
-    if (fd > 1)
-        close(fd);
-    return rc;
-}
-
-int cmd_cp(int argc, char **argv)
-{
-    struct copts co = {0};
-    struct fb_parsed parsed;
-    int r = client_opts("cp", cp_usage, cp_opts, FB_ARRAY_LEN(cp_opts), &co, argc, argv,
-                        FB_PARSE_PERMUTE, &parsed);
-    if (r)
-        return r > 0 ? 0 : FB_EXIT_SETUP;
-    const char *sock = co.sock;
-    bool parents = co.parents;
-    if (parsed.nargs != 2) {
-        fb_warn("cp: expected SRC and DST (see fluebox cp --help)");
-        opt_parsed_free(&parsed);
-        return FB_EXIT_SETUP;
-    }
-    const char *args[2] = {parsed.args[0], parsed.args[1]}; /* strings of argv */
-    opt_parsed_free(&parsed);
-    cleanup_free char *sid0 = NULL;
-    cleanup_free char *sid1 = NULL;
-    const char *p0, *p1;
-    bool r0 = split_remote(args[0], &sid0, &p0), r1 = split_remote(args[1], &sid1, &p1);
-    if (r0 == r1) {
-        fb_warn("cp: exactly one of SRC and DST must be SESSION:PATH");
-        return FB_EXIT_SETUP;
-    }
-    struct fb_err err = {0};
-    struct cli c;
-    if (cli_connect(&c, sock, &err) < 0) {
-        fb_warn("%s", err.msg);
-        return FB_EXIT_SETUP;
-    }
-    int rc = r1 ? cp_in(&c, args[0], sid1, p1, parents, &err) : cp_out(&c, sid0, p0, args[1], &err);
-    cli_close(&c);
-    if (rc < 0) {
-        fb_warn("%s", err.msg);
-        return FB_EXIT_SETUP;
-    }
-    return 0;
 }

@@ -391,6 +391,7 @@ static void bury_flush(struct srv *srv)
             struct sess *ss = g->p;
             while (ss->ops)
                 op_finish(ss->ops); /* cannot normally happen */
+            ports_close(ss);
             outq_free(ss);
             if (ss->s->spawned) {
                 /* Should have been released: do it now rather than leak. */
@@ -399,8 +400,10 @@ static void bury_flush(struct srv *srv)
             }
             session_free(ss->s);
             free(ss);
-        } else {
+        } else if (g->kind == GRAVE_OP) {
             op_free(g->p);
+        } else {
+            free(g->p);
         }
         free(g);
     }
@@ -502,6 +505,14 @@ static int set_foreign(void *ctx, const struct fb_opt *o, const char *v, struct 
                                                 : foreign_rules_set_options(r, v, err);
 }
 
+static int set_log_format(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    if (strcmp(v, "text") && strcmp(v, "json"))
+        return fb_errf(err, FB_EXIT_SETUP, "--log-format %s: expected text or json", v);
+    SRV(ctx)->log_json = !strcmp(v, "json");
+    return 0;
+}
+
 static const struct fb_opt serve_opts[] = {
     {"socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_sock, "the socket to listen on",
      NULL},
@@ -531,6 +542,8 @@ static const struct fb_opt serve_opts[] = {
     {"remove-dir", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_remove_dir,
      "remove the socket's directory and the files in it at exit (a client's private server)",
      NULL},
+    {"log-format", 0, FB_ARG_VALUE, "FORMAT", FB_OPT_ANY, set_log_format,
+     "the log of session events on stderr: text (default) or json, one line each", NULL},
     {"foreign-profiles", 0, FB_ARG_VALUE, "LIST", FB_OPT_ANY, set_foreign,
      "built-in profiles other uids may use (strict,standard; none)",
      "Other users (when the socket is opened to them; docs/server.md):"},
@@ -623,6 +636,12 @@ static void dispatch(struct srv *srv, struct watch *w, uint32_t ev)
     }
     case W_WS:
         ws_on_done(srv);
+        break;
+    case W_PORT:
+        on_port(w->ptr);
+        break;
+    case W_RELAY:
+        on_relay(w->ptr, w->sub, ev);
         break;
     case W_PIPE: {
         struct op *o = w->ptr;
@@ -733,7 +752,11 @@ static int serve_start(struct srv *srv)
     w_set(srv, &srv->wlisten, EPOLLIN);
     w_set(srv, &srv->wsig, EPOLLIN);
     w_set(srv, &srv->wworker, EPOLLIN);
-    fb_warn("serving on %s (pool %lld)", srv->sock_path, (long long)srv->lim.pool);
+    if (srv->log_json)
+        srv_log(srv, "server.listening", NULL, 0,
+                json_pack("{s:s, s:I}", "socket", srv->sock_path, "pool", (json_int_t)srv->lim.pool));
+    else
+        fb_warn("serving on %s (pool %lld)", srv->sock_path, (long long)srv->lim.pool);
     if (srv->ready_fd >= 0) {
         /* Listening: clients may connect from now on. */
         if (fb_write_all(srv->ready_fd, "ready\n", 6) < 0)
@@ -765,7 +788,10 @@ static int serve_run(struct srv *srv, const char *sock)
     unsigned live = 0;
     for (struct sess *ss = srv->sesss; ss; ss = ss->next)
         live += !ss->dead && !ss->in_pool && ss->s->state != SESS_DEAD;
-    fb_warn("stopping: destroying %u session(s)", live);
+    if (srv->log_json)
+        srv_log(srv, "server.stopping", NULL, 0, json_pack("{s:i}", "sessions", (int)live));
+    else
+        fb_warn("stopping: destroying %u session(s)", live);
     shutdown_all(srv);
     free_all(srv);
     w_close(srv, &srv->wsig);

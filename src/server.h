@@ -12,6 +12,8 @@
  *   server_exec.c     exec and exec.kill: pipes, streaming, results
  *   server_file.c     file.* operations: requests to init, bulk pipes
  *   server_ws.c       workspace.* operations (copy-on-write sessions)
+ *   server_port.c     published ports: host listeners relayed into sessions
+ *   server_log.c      the log of session events (--log-format)
  *
  * Objects: a conn per client connection; a sess (server state of one
  * fb_session, session.c) per session; an op per request that cannot be
@@ -59,7 +61,8 @@ struct srv_limits {
 
 /* ---- objects ---- */
 
-enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_EGRESS, W_PIPE, W_WS };
+enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_EGRESS, W_PIPE, W_WS, W_PORT,
+             W_RELAY };
 
 struct watch {
     enum wkind kind;
@@ -72,6 +75,8 @@ struct watch {
 struct srv;
 struct op;
 struct wsjob;
+struct pub;
+struct relay;
 
 /* What the connections of one uid hold. */
 struct uacct {
@@ -123,6 +128,8 @@ struct sess {
     struct wsjob *ws;   /* the workspace operation running, or NULL */
     bool release_wait;  /* released once it is done */
     bool dead;       /* freed at the end of the iteration */
+    struct pub *pubs;     /* published ports (server_port.c) */
+    struct relay *relays; /* their connections */
     struct sess *next, *prev;
 };
 
@@ -177,7 +184,7 @@ struct op {
 };
 
 /* The graveyard: freed at the end of each loop iteration. */
-enum grave_kind { GRAVE_CONN, GRAVE_SESS, GRAVE_OP };
+enum grave_kind { GRAVE_CONN, GRAVE_SESS, GRAVE_OP, GRAVE_FREE /* one free() */ };
 struct grave {
     enum grave_kind kind;
     void *p;
@@ -208,6 +215,7 @@ struct srv {
     int ready_fd;
     bool exit_with_parent;
     bool remove_dir;           /* --remove-dir: the socket's directory goes with us */
+    bool log_json;             /* --log-format json */
     struct foreign_rules foreign; /* what other uids may ask for (--foreign-*) */
 };
 
@@ -273,7 +281,8 @@ int handle_line(struct conn *c, const char *line, size_t len);
 
 /* The handlers (the table lists them, methods.h). */
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
-    m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel;
+    m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel, m_session_publish,
+    m_session_unpublish;
 
 /* ---- ops (server_sess.c) ---- */
 struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);
@@ -336,6 +345,25 @@ void ws_forget_op(struct op *o);           /* the request is gone: stop its work
 void ws_progress(struct sess *ss, uint64_t now);
 uint64_t ws_next_progress(const struct sess *ss); /* UINT64_MAX: none */
 void ws_shutdown(struct srv *srv);         /* cancel and join every operation */
+
+/* ---- server_port.c ---- */
+void on_port(struct pub *p);                   /* a listener is readable */
+void on_relay(struct relay *r, int side, uint32_t ev);
+/* init's answer to a "sock" record; true when tag was a relay's (fds taken). */
+bool port_on_record(struct sess *ss, uint64_t tag, json_t *h, int *fds, size_t nfds);
+/* session.create's "publish": open the listeners (before the sandbox runs). */
+int ports_publish_all(struct sess *ss, json_t *list, struct proto_err *e);
+int port_spec_parse(json_t *v, const char *param, int *port, int *host_port, bool *any_uid,
+                    struct proto_err *e);
+void ports_start(struct sess *ss);             /* the session is ready: accept */
+void ports_close(struct sess *ss);             /* close every listener and relay */
+json_t *ports_json(struct sess *ss);           /* session.info's "ports" */
+
+/* ---- server_log.c ---- */
+/* One line on stderr (text, or JSON with --log-format json); steals fields. */
+void srv_log(struct srv *srv, const char *event, const char *session, uid_t uid, json_t *fields);
+/* "session.EVENT" for ss. */
+void srv_log_event(struct sess *ss, const char *event, json_t *fields);
 
 /* ---- server_file.c ---- */
 /* The room a file.read's answer needs (base64 of the bytes asked for). */

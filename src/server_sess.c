@@ -319,6 +319,7 @@ static void sess_fail_ops(struct sess *ss, const char *code, const char *why)
 
 void sess_release(struct sess *ss)
 {
+    ports_close(ss);
     if (ss->s->releasing)
         return;
     if (ss->ws) {
@@ -342,6 +343,7 @@ void sess_free(struct sess *ss)
     if (ss->dead)
         return;
     ss->dead = true;
+    ports_close(ss);
     sess_unlink(ss);
     bury(ss->srv, GRAVE_SESS, ss);
 }
@@ -349,6 +351,8 @@ void sess_free(struct sess *ss)
 /* Destroy: kill now; answered (and freed) once the worker released it. */
 void sess_destroy(struct sess *ss)
 {
+    if (!ss->dying && !ss->in_pool && ss->s->state != SESS_STARTING)
+        srv_log_event(ss, "destroyed", json_pack("{s:s}", "reason", ss->s->death[0] ? ss->s->death : "destroyed"));
     ss->dying = true;
     sess_fail_ops(ss, "session_dead", "the session was destroyed");
     if (ss->s->spawned && ss->s->state != SESS_DEAD)
@@ -394,6 +398,8 @@ static void sess_died(struct sess *ss, const char *why)
                               : "the session's init exited");
     }
     s->state = SESS_DEAD;
+    if (!ss->dying && !ss->in_pool)
+        srv_log_event(ss, "died", json_pack("{s:s}", "reason", s->death[0] ? s->death : "gone"));
     sess_fail_ops(ss, "session_dead", s->death[0] ? s->death : "the session is gone");
     if (ss->in_pool) {
         /* A pool sandbox died: drop it and refill. */
@@ -428,8 +434,9 @@ void on_ctl(struct sess *ss)
     for (int k = 0; k < 64 && !ss->dead && ss->wctl.fd >= 0; k++) {
         json_t *h;
         const char *payload;
-        size_t plen, nfds = 0;
-        int r = srec_recv(ss->s->sb.ctl, ss->srv->recbuf, MSG_DONTWAIT, &h, &payload, &plen, NULL, &nfds);
+        int fds[2];
+        size_t plen, nfds = 2;
+        int r = srec_recv(ss->s->sb.ctl, ss->srv->recbuf, MSG_DONTWAIT, &h, &payload, &plen, fds, &nfds);
         if (r < 0 && errno == EPROTO)
             continue;
         if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -445,7 +452,14 @@ void on_ctl(struct sess *ss)
         }
         const char *opn = json_string_value(json_object_get(h, "op"));
         json_t *tj = json_object_get(h, "t");
-        struct op *o = json_is_integer(tj) ? op_by_tag(ss, (uint64_t)json_integer_value(tj)) : NULL;
+        uint64_t tag = json_is_integer(tj) ? (uint64_t)json_integer_value(tj) : 0;
+        if (opn && tag && !strcmp(opn, "reply") && port_on_record(ss, tag, h, fds, nfds)) {
+            json_decref(h);
+            continue;
+        }
+        for (size_t i = 0; i < nfds; i++)
+            close(fds[i]);
+        struct op *o = tag ? op_by_tag(ss, tag) : NULL;
         if (!opn || !o) {
             json_decref(h);
             continue;
@@ -475,17 +489,43 @@ int join_path(struct sess *ss, const char *p, char **out, struct proto_err *e, c
     return 0;
 }
 
+static json_t *sess_info(struct sess *ss, json_t *running)
+{
+    json_t *o = session_info(ss->s, running, ss->total_execs);
+    json_object_set_new(o, "ports", ports_json(ss));
+    return o;
+}
+
+static void log_created(struct sess *ss)
+{
+    const struct fb_policy *p = &ss->s->pol;
+    srv_log_event(ss, "created",
+                  json_pack("{s:s, s:b, s:s}", "profile", p->profile_name ? p->profile_name : "",
+                            "pooled", ss->s->pooled, "network",
+                            p->net == FB_NET_ALLOW ? "allow" : p->net == FB_NET_HOST ? "host" : "none"));
+}
+
 static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
-                               struct session_params *sp)
+                               struct session_params *sp, json_t *publish)
 {
     struct srv *srv = c->srv;
+    struct proto_err e = {0};
     /* From the pool? */
     if (sp->pool_ok) {
         for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
             if (!ss->in_pool || ss->dead || ss->s->state != SESS_POOL)
                 continue;
-            if (session_adopt_limits(ss->s, p) < 0)
+            /* The host ports first: a port in use leaves the pooled
+             * sandbox untouched. */
+            if (publish && ports_publish_all(ss, publish, &e) < 0) {
+                ports_close(ss);
+                policy_free(p);
+                return send_error(c, id, &e);
+            }
+            if (session_adopt_limits(ss->s, p) < 0) {
+                ports_close(ss);
                 break; /* cannot change limits here: spawn */
+            }
             ss->in_pool = false;
             srv->pool_ready--;
             struct fb_session *s = ss->s;
@@ -496,7 +536,9 @@ static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
             s->state = SESS_READY;
             session_set_id(s);
             session_apply_params(s, sp);
-            send_result(c, id, session_info(s, NULL, 0));
+            ports_start(ss);
+            log_created(ss);
+            send_result(c, id, sess_info(ss, NULL));
             pool_refill(srv);
             return;
         }
@@ -509,6 +551,10 @@ static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
     session_set_id(s);
     session_apply_params(s, sp);
     struct sess *ss = sess_new(srv, s);
+    if (publish && ports_publish_all(ss, publish, &e) < 0) {
+        sess_free(ss);
+        return send_error(c, id, &e);
+    }
     struct op *o = op_new(OP_CREATE, c, id, ss);
     o->pending = s;
     worker_submit(s, WJ_SPAWN);
@@ -531,6 +577,24 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
     /* Another uid (the socket was opened to others): only what the owner
      * allows them (serve --foreign-*). */
     bool foreign = c->uid != geteuid() && c->uid != 0;
+    json_t *publish = json_object_get(params, "publish");
+    if (publish && !json_is_null(publish)) {
+        size_t i;
+        json_t *v;
+        int port, hp;
+        bool any;
+        if (!json_is_array(publish)) {
+            perr_param(&e, "publish", "publish must be an array");
+            return send_error(c, id, &e);
+        }
+        json_array_foreach(publish, i, v)
+        {
+            if (port_spec_parse(v, "publish", &port, &hp, &any, &e) < 0)
+                return send_error(c, id, &e);
+        }
+    } else {
+        publish = NULL;
+    }
     if (session_policy_from_params(params, foreign ? &srv->foreign : NULL, &p, &sp, &e) < 0) {
         policy_free(&p);
         return send_error(c, id, &e);
@@ -543,7 +607,7 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
         policy_free(&p);
         return send_out_of_fds(c, id, "no new session");
     }
-    pool_take_or_spawn(c, id, &p, &sp);
+    pool_take_or_spawn(c, id, &p, &sp, publish);
 }
 
 /* The worker finished spawning s. */
@@ -614,7 +678,9 @@ void spawn_done(struct srv *srv, struct fb_session *s)
         return;
     }
     session_touch(s);
-    send_result(o->c, o->id, session_info(s, NULL, 0));
+    ports_start(ss);
+    log_created(ss);
+    send_result(o->c, o->id, sess_info(ss, NULL));
     op_finish(o);
 }
 
@@ -713,7 +779,7 @@ void m_session_list(struct conn *c, const struct method *m, json_t *id, json_t *
     for (size_t i = k; i-- > 0;) {
         if (label && (!v[i]->s->label || strcmp(label, v[i]->s->label)))
             continue;
-        json_array_append_new(arr, session_info(v[i]->s, running_ids(v[i]), v[i]->total_execs));
+        json_array_append_new(arr, sess_info(v[i], running_ids(v[i])));
     }
     free(v);
     send_result(c, id, json_pack("{s:o}", "sessions", arr));
@@ -723,5 +789,5 @@ void m_session_info(struct conn *c, const struct method *m, json_t *id, json_t *
                     struct sess *ss)
 {
     session_touch(ss->s);
-    send_result(c, id, session_info(ss->s, running_ids(ss), ss->total_execs));
+    send_result(c, id, sess_info(ss, running_ids(ss)));
 }

@@ -670,6 +670,14 @@ json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs
     json_object_set_new(o, "workspace", p->workspace ? json_string(p->workspace) : json_null());
     json_object_set_new(o, "cwd", json_string(s->cwd ? s->cwd : "/workspace"));
     json_object_set_new(o, "network", json_string(net));
+    json_t *allow = json_array();
+    for (size_t i = 0; i < p->nallow; i++) {
+        const struct fb_allow *a = &p->allow[i];
+        json_t *pat = a->port ? json_sprintf("%s%s:%u", a->wildcard ? "*." : "", a->name, a->port)
+                              : json_sprintf("%s%s", a->wildcard ? "*." : "", a->name);
+        json_array_append_new(allow, pat);
+    }
+    json_object_set_new(o, "allowNet", allow);
     json_object_set_new(o, "createdAt", json_integer(s->created_ms));
     json_object_set_new(o, "lastUsedAt", json_integer(s->last_used_ms));
     json_object_set_new(o, "expiresAt",

@@ -7,6 +7,10 @@
  *            seccomp and uid as everything else in the sandbox. Output never
  *            passes through init: the server reads the pipes itself.
  *   kill     signal an exec's process group.
+ *   sock     an IPv4 and an IPv6 TCP socket of the sandbox's network
+ *            namespace, passed back to the server, which connects them to
+ *            a published port (server_port.c); init does nothing else
+ *            with them.
  *   file ops performed here, inside the sandbox's mount namespace, as the
  *            sandbox user: a path can only name what the sandbox itself can
  *            see, so a symlink in the workspace cannot lead to a host file.
@@ -971,6 +975,28 @@ static void op_exec(int64_t tag, json_t *h, int *fds, size_t nfds)
              NULL, 0);
 }
 
+/* Sockets of this network namespace for a published port's connection. */
+static void op_sock(int64_t tag)
+{
+    int fds[2];
+    size_t n = 0;
+    fds[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fds[0] < 0)
+        return reply_errno(tag, errno);
+    n++;
+    fds[1] = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fds[1] >= 0)
+        n++;
+    size_t len;
+    char *rec = srec_encode(json_pack("{s:s, s:I, s:{}}", "op", "reply", "t", (json_int_t)tag, "result"),
+                            NULL, 0, &len);
+    if (rec)
+        srec_send(ctl_fd, rec, len, fds, n, 0);
+    free(rec);
+    for (size_t i = 0; i < n; i++)
+        close(fds[i]);
+}
+
 static void op_kill(json_t *h)
 {
     int64_t target = hint(h, "target", -1);
@@ -1001,6 +1027,8 @@ static void dispatch(json_t *h, const char *payload, size_t plen, int *fds, size
         op_exec(tag, h, fds, nfds);
     else if (!strcmp(op, "kill"))
         op_kill(h);
+    else if (!strcmp(op, "sock"))
+        op_sock(tag);
     else if (!strcmp(op, "read"))
         op_read(tag, h, fds, nfds);
     else if (!strcmp(op, "write"))

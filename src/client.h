@@ -1,0 +1,68 @@
+/* client.h — what the command-line clients of `fluebox serve` share
+ * (client.c has the connection and the session/exec subcommands,
+ * client_ws.c the session subcommands for workspaces, ports, forks and
+ * snapshots, client_cp.c `fluebox cp`): one blocking connection speaking the
+ * wire protocol, and the options every subcommand takes. */
+#ifndef FB_CLIENT_H
+#define FB_CLIENT_H
+
+#include "options.h"
+#include "proto.h"
+
+struct cli {
+    int fd;
+    struct fb_buf in;
+    int64_t next_id;
+    const char *path;
+};
+
+/* Connect to the server at sock (NULL: the default path), checking that it
+ * runs as us, root or FLUEBOX_SERVER_UID. */
+int cli_connect(struct cli *c, const char *sock, struct fb_err *err);
+void cli_close(struct cli *c);
+/* Send one request (steals params); *id is its id. */
+int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id, struct fb_err *err);
+/* Next message from the server (a new reference), or NULL on EOF/error. */
+json_t *cli_recv(struct cli *c, struct fb_err *err);
+/* One request, wait for its response; events are ignored. Returns the
+ * result (new reference) or NULL with err (the server's message and code). */
+json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_err *err);
+/* err from a response's error object (exit code 125). */
+void err_from(json_t *er, struct fb_err *err);
+void print_json(json_t *j);
+/* Decode base64 and write it to fd. */
+int write_decoded(int fd, const char *b64, size_t n);
+
+/* The options every client subcommand shares, and their values. */
+struct copts {
+    const char *sock;
+    bool json;
+    int64_t ttl, idle;
+    const char *cwd;
+    json_t *env;
+    int64_t timeout;
+    bool want_stdin, parents, recursive, any_uid, force, patch, tty;
+    json_t *publish; /* session create --publish */
+    const char *label;
+};
+
+int set_socket(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err);
+int set_json(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err);
+
+/* A macro, not a const object: C wants constants in initialisers. */
+#define SOCKET_OPT                                                                               \
+    {"socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_socket,                              \
+     "the server's socket (default: as fluebox serve, docs/protocol.md)", NULL}
+
+/* Parse a client subcommand's options (anywhere on the line with
+ * FB_PARSE_PERMUTE); 1 = --help (printed), -1 = error (printed). */
+int client_opts(const char *cmd, const char *usage, const struct fb_opt *opts, size_t n,
+                struct copts *co, int argc, char **argv, unsigned mode, struct fb_parsed *parsed);
+
+/* fluebox session publish|unpublish|diff|commit|reset|fork|snapshot|restore
+ * (client_ws.c); argv[0] is the subcommand. -1: not one of them. */
+int client_session_more(int argc, char **argv);
+/* session create --publish [HOSTPORT:]PORT */
+int set_publish(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err);
+
+#endif

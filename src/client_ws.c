@@ -1,0 +1,200 @@
+/* client_ws.c — the session subcommands beyond create/rm/ls/info
+ * (docs/server.md):
+ *   fluebox session publish [--any-uid] ID [HOSTPORT:]PORT   prints the URL
+ *   fluebox session unpublish ID PORT
+ *   fluebox session diff [--json] ID [PATH...]     the patch (or the JSON)
+ *   fluebox session commit [--force] [--json] ID [PATH...]
+ *   fluebox session reset ID
+ * Each is one request of the protocol (session.publish, workspace.diff,
+ * ...); errors are one line on stderr and exit status 125. */
+#include "client.h"
+
+#include <string.h>
+
+static int set_flag(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct copts *co = ctx;
+    if (!strcmp(o->name, "any-uid"))
+        co->any_uid = true;
+    else if (!strcmp(o->name, "force"))
+        co->force = true;
+    return 0;
+}
+
+int set_publish(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct copts *co = ctx;
+    const char *colon = strchr(v, ':');
+    uint64_t a = 0, b;
+    cleanup_free char *h = colon ? fb_xstrndup(v, (size_t)(colon - v)) : NULL;
+    if ((colon && (fb_parse_u64(h, &a) < 0 || a > 65535)) || fb_parse_u64(colon ? colon + 1 : v, &b) < 0 ||
+        b < 1 || b > 65535)
+        return fb_errf(err, FB_EXIT_SETUP, "--%s %s: expected [HOSTPORT:]PORT (ports 1 to 65535)",
+                       o->name, v);
+    if (!co->publish)
+        co->publish = json_array();
+    json_array_append_new(co->publish, json_pack("{s:I, s:I}", "port", (json_int_t)b, "hostPort", (json_int_t)a));
+    return 0;
+}
+
+static const struct fb_opt ws_opts[] = {
+    SOCKET_OPT,
+    {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "print the server's JSON answer", NULL},
+    {"any-uid", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_flag,
+     "publish: let every local user connect, not only the session's owner", NULL},
+    {"force", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_flag,
+     "commit: apply even with conflicts", NULL},
+};
+
+struct sub {
+    const char *name, *args, *help;
+    int min, max; /* operands after the id: -1 = any */
+};
+
+static const struct sub subs[] = {
+    {"publish", "ID [HOSTPORT:]PORT",
+     "Relays 127.0.0.1:HOSTPORT on the host (a free port unless given) to PORT inside the\n"
+     "session, and prints the URL. Only the session's owner may connect unless --any-uid.",
+     1, 1},
+    {"unpublish", "ID PORT", "Closes the host listener of PORT and its connections.", 1, 1},
+    {"diff", "ID [PATH...]",
+     "Prints what the session changed in its copy-on-write workspace, as a patch that\n"
+     "`git apply` accepts (--json: the list of changes with their diffs).",
+     0, -1},
+    {"commit", "ID [PATH...]",
+     "Applies the session's workspace changes (all, or those under PATHs) to the host\n"
+     "directory; nothing is applied when one conflicts with a change made on the host.",
+     0, -1},
+    {"reset", "ID", "Discards every change of the session's copy-on-write workspace.", 0, 0},
+};
+
+static json_t *paths_of(int argc, char **argv)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < argc; i++)
+        json_array_append_new(a, json_string(argv[i]));
+    return a;
+}
+
+/* Print a patch result (text or base64) on stdout. */
+static int print_patch(json_t *res)
+{
+    json_t *p = json_object_get(res, "patch");
+    const char *enc = json_string_value(json_object_get(res, "encoding"));
+    if (!json_is_string(p))
+        return 0;
+    if (enc && !strcmp(enc, "base64"))
+        return write_decoded(1, json_string_value(p), json_string_length(p));
+    return fb_write_all(1, json_string_value(p), json_string_length(p));
+}
+
+/* commit's answer: a summary, and each conflict on stderr as `fluebox run
+ * --commit` says them. 0 when committed. */
+static int report_commit(json_t *res)
+{
+    json_t *conf = json_object_get(res, "conflicts"), *it;
+    size_t i;
+    json_array_foreach(conf, i, it)
+    fb_warn("conflict: %s: %s", json_string_value(json_object_get(it, "path")),
+            json_string_value(json_object_get(it, "reason")));
+    long long applied = (long long)json_integer_value(json_object_get(res, "applied"));
+    if (json_is_true(json_object_get(res, "committed"))) {
+        printf("committed %lld change%s\n", applied, applied == 1 ? "" : "s");
+        return 0;
+    }
+    const char *why = json_string_value(json_object_get(res, "reason"));
+    const char *er = json_string_value(json_object_get(res, "error"));
+    fb_warn("commit: %s%s%s", why ? why : "nothing was committed", er ? ": " : "", er ? er : "");
+    return FB_EXIT_SETUP;
+}
+
+int client_session_more(int argc, char **argv)
+{
+    const struct sub *sb = NULL;
+    for (size_t i = 0; i < FB_ARRAY_LEN(subs); i++)
+        if (!strcmp(argv[0], subs[i].name))
+            sb = &subs[i];
+    if (!sb)
+        return -1;
+    char cmd[32], usage[512];
+    snprintf(cmd, sizeof cmd, "session %s", sb->name);
+    snprintf(usage, sizeof usage, "Usage: fluebox session %s [OPTIONS] %s\n%s\n\n", sb->name,
+             sb->args, sb->help);
+    struct copts co = {0};
+    struct fb_parsed parsed;
+    int r = client_opts(cmd, usage, ws_opts, FB_ARRAY_LEN(ws_opts), &co, argc - 1, argv + 1,
+                        FB_PARSE_PERMUTE, &parsed);
+    if (r)
+        return r > 0 ? 0 : FB_EXIT_SETUP;
+    int n = (int)parsed.nargs - 1;
+    char **args = parsed.args + 1;
+    if (n < sb->min || (sb->max >= 0 && n > sb->max)) {
+        fb_warn("session %s: expected %s (see fluebox session %s --help)", sb->name, sb->args,
+                sb->name);
+        opt_parsed_free(&parsed);
+        return FB_EXIT_SETUP;
+    }
+    const char *sid = parsed.args[0];
+    struct fb_err err = {0};
+    json_t *params = json_pack("{s:s}", "session", sid);
+    const char *method = NULL;
+    if (!strcmp(sb->name, "publish") || !strcmp(sb->name, "unpublish")) {
+        struct copts pc = {0};
+        struct fb_opt o = {.name = "publish"};
+        if (set_publish(&pc, &o, args[0], &err) < 0 ||
+            (!strcmp(sb->name, "unpublish") && strchr(args[0], ':'))) {
+            if (!err.msg[0])
+                fb_errf(&err, FB_EXIT_SETUP, "session unpublish: expected a port number, not %s", args[0]);
+            fb_warn("session %s: %s", sb->name, err.msg);
+            json_decref(params);
+            json_decref(pc.publish);
+            opt_parsed_free(&parsed);
+            return FB_EXIT_SETUP;
+        }
+        json_object_update(params, json_array_get(pc.publish, 0));
+        json_decref(pc.publish);
+        if (!strcmp(sb->name, "publish")) {
+            method = "session.publish";
+            json_object_set_new(params, "anyUid", json_boolean(co.any_uid));
+        } else {
+            method = "session.unpublish";
+            json_object_del(params, "hostPort");
+        }
+    } else if (!strcmp(sb->name, "diff")) {
+        method = "workspace.diff";
+        json_object_set_new(params, "format", json_string(co.json ? "json" : "patch"));
+    } else if (!strcmp(sb->name, "commit")) {
+        method = "workspace.commit";
+        json_object_set_new(params, "force", json_boolean(co.force));
+    } else {
+        method = "workspace.reset";
+    }
+    if (n > 0 && (!strcmp(sb->name, "diff") || !strcmp(sb->name, "commit")))
+        json_object_set_new(params, "paths", paths_of(n, args));
+    opt_parsed_free(&parsed);
+    struct cli c;
+    if (cli_connect(&c, co.sock, &err) < 0) {
+        json_decref(params);
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    json_t *res = cli_call(&c, method, params, &err);
+    cli_close(&c);
+    if (!res) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    int rc = 0;
+    if (co.json) {
+        print_json(res);
+        if (!strcmp(sb->name, "commit") && !json_is_true(json_object_get(res, "committed")))
+            rc = FB_EXIT_SETUP;
+    } else if (!strcmp(sb->name, "commit"))
+        rc = report_commit(res);
+    else if (!strcmp(sb->name, "publish"))
+        puts(json_string_value(json_object_get(res, "url")));
+    else if (!strcmp(sb->name, "diff") && print_patch(res) < 0)
+        rc = FB_EXIT_SETUP;
+    json_decref(res);
+    return rc;
+}
