@@ -7,7 +7,7 @@
 # bench/results/latest.json (the same numbers, machine-readable), and prints
 # the tables. Never asserts anything: the targets are reported, not enforced.
 #
-# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions egress"]
+# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions fork egress"]
 #                     [--fluebox PATH] [--out DIR]
 #   --quick   fewer repetitions (a smoke run; numbers are noisier)
 #
@@ -22,7 +22,7 @@ FLUEBOX=${FLUEBOX:-$ROOT/fluebox}
 OUT=$HERE/results
 FBBENCH=$HERE/build/fbbench
 QUICK=0
-BENCH_GROUPS="cold cold_idle python node throughput rss sessions egress"
+BENCH_GROUPS="cold cold_idle python node throughput rss sessions fork egress"
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -43,9 +43,9 @@ FLUEBOX=$(cd "$(dirname "$FLUEBOX")" && pwd)/$(basename "$FLUEBOX")
 
 # Repetitions: enough for a stable median and a meaningful p99 on a noisy
 # 2-core machine; --quick divides them.
-R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15
+R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15 R_FORK=20
 if [ "$QUICK" = 1 ]; then
-    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4
+    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4 R_FORK=4
 fi
 
 # ---- setup ---------------------------------------------------------------
@@ -246,6 +246,22 @@ group_sessions() {
     rm -rf "$dir"
 }
 
+# Fork: session.fork (and snapshot/restore) against a fresh session.create,
+# time and the new session's memory, with a typical repository (bench/fork.py).
+group_fork() {
+    local title="session fork: time against a fresh create"
+    if ! "$FLUEBOX" session fork --help >/dev/null 2>&1; then
+        skip "$title" "this build has no session fork"
+        return
+    fi
+    if [ -z "$PYTHON" ]; then
+        skip "$title" "no python3"
+        return
+    fi
+    "$PYTHON" "$HERE/fork.py" --fluebox "$FLUEBOX" --reps "$R_FORK" --json "$JSONL" --md "$MD" ||
+        echo "bench: group \"$title\" failed" >&2
+}
+
 # Egress: 256 MB over HTTP from a server on the host's loopback, fetched
 # directly and through fluebox's allowlist relay (--allow-net with
 # --egress-resolve pointing the name at the local server). The 0-byte fetch
@@ -366,6 +382,14 @@ if d and r and r0 and d["median_ms"] and r["median_ms"] and r0["median_ms"] is n
          relay / direct >= 0.8)
 else:
     line("egress relay throughput / direct loopback", "-", ">= 0.8x", None)
+fc, cc, ft = (get("session fork: time", n) for n in ("fork-cow", "create-cow", "fork-tmpfs"))
+if fc and cc and cc["median_ms"]:
+    line("session.fork of a copy-on-write session / session.create of one (medians)",
+         f"{fc['median_ms']:.1f} ms / {cc['median_ms']:.1f} ms = {fc['median_ms'] / cc['median_ms']:.2f}x",
+         "milliseconds; the copy is of the changed files only", fc["median_ms"] < 100)
+if ft:
+    line("session.fork copying a typical repository in a tmpfs workspace (median)",
+         f"{ft['median_ms']:.1f} ms", "milliseconds", ft["median_ms"] < 1000)
 m = get("memory", "fluebox-default")
 if m and m.get("self_hwm_kb"):
     kb = m["self_hwm_kb"]

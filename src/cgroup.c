@@ -1094,6 +1094,19 @@ int cgroup_join_self(const struct fb_cgroup *cg, struct fb_err *err)
     return rc;
 }
 
+int cgroup_enter(const struct fb_cgroup *cg, struct fb_err *err)
+{
+    /* v1: the task moves itself through "tasks" (cgroup_join_self says why);
+     * the caller is single-threaded, so that is the whole process. */
+    for (size_t i = 0; i < cg->ndirs; i++) {
+        const struct cg_dir *d = &cg->dirs[i];
+        const char *file = d->h->version == 1 ? "tasks" : "cgroup.procs";
+        if (d->fd >= 0 && fb_write_fileat(d->fd, file, "0") < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "joining the cgroup %s", d->path);
+    }
+    return 0;
+}
+
 int cgroup_join_fds(const int *fds, size_t n, struct fb_err *err)
 {
     int rc = 0;

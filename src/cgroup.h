@@ -53,6 +53,11 @@ int cgroup_clone_fd(const struct fb_cgroup *cg);
  * child's copies of those files. No-op without v1 directories. */
 int cgroup_join_self(const struct fb_cgroup *cg, struct fb_err *err);
 
+/* The calling process (a helper working for the sandbox: childjob.h) joins
+ * every hierarchy's cgroup of cg, so that what it allocates is charged to
+ * the sandbox. Not for the sandbox's own child (cgroup_join_self). */
+int cgroup_enter(const struct fb_cgroup *cg, struct fb_err *err);
+
 /* Move pid into the cgroup (every hierarchy that it did not join itself with
  * cgroup_join_self); a hierarchy it cannot join becomes a per-process
  * fallback (cgroup_fallback_limits). pid must not have started the command

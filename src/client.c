@@ -364,6 +364,7 @@ static const char session_usage[] =
     "       fluebox session info ID\n"
     "       fluebox session publish [--any-uid] ID [HOSTPORT:]PORT | unpublish ID PORT\n"
     "       fluebox session diff [--json] ID [PATH...] | commit [--force] ID [PATH...] | reset ID\n"
+    "       fluebox session fork [--label L] ID | snapshot ID NAME | restore ID NAME\n"
     "All take --socket PATH; fluebox session SUBCOMMAND --help lists each one's options.\n"
     "See docs/server.md.\n";
 
@@ -408,7 +409,7 @@ int cmd_session(int argc, char **argv)
         return more;
     if (!ls && !info && strcmp(sub, "rm") && strcmp(sub, "destroy")) {
         fb_warn("session: unknown subcommand \"%s\" (create, rm, ls, info, publish, unpublish, "
-                "diff, commit, reset; see fluebox session --help)", sub);
+                "diff, commit, reset, fork, snapshot, restore; see fluebox session --help)", sub);
         return FB_EXIT_SETUP;
     }
     char cmd[32], usage[160];

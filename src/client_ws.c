@@ -5,11 +5,19 @@
  *   fluebox session diff [--json] ID [PATH...]     the patch (or the JSON)
  *   fluebox session commit [--force] [--json] ID [PATH...]
  *   fluebox session reset ID
+ *   fluebox session fork [--label L] [--json] ID   prints the new session's id
+ *   fluebox session snapshot ID NAME | restore ID NAME
  * Each is one request of the protocol (session.publish, workspace.diff,
  * ...); errors are one line on stderr and exit status 125. */
 #include "client.h"
 
 #include <string.h>
+
+static int set_label(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct copts *)ctx)->label = v;
+    return 0;
+}
 
 static int set_flag(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
@@ -44,6 +52,8 @@ static const struct fb_opt ws_opts[] = {
      "publish: let every local user connect, not only the session's owner", NULL},
     {"force", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_flag,
      "commit: apply even with conflicts", NULL},
+    {"label", 0, FB_ARG_VALUE, "TEXT", FB_OPT_ANY, set_label,
+     "fork: the new session's label (default: the original's)", NULL},
 };
 
 struct sub {
@@ -66,6 +76,19 @@ static const struct sub subs[] = {
      "directory; nothing is applied when one conflicts with a change made on the host.",
      0, -1},
     {"reset", "ID", "Discards every change of the session's copy-on-write workspace.", 0, 0},
+    {"fork", "ID",
+     "Makes a new session of the same parameters whose workspace layer (the copy-on-write\n"
+     "layer, or a tmpfs /workspace), home and /tmp start as copies of this one's, and\n"
+     "prints its id. Running processes are not copied: the fork starts with none.",
+     0, 0},
+    {"snapshot", "ID NAME",
+     "Saves the session's copy-on-write layer (what it changed) as NAME (replacing an\n"
+     "earlier NAME); it counts against the session's --disk and goes with it.",
+     1, 1},
+    {"restore", "ID NAME",
+     "Puts the session's workspace back as it was at snapshot NAME (commands already\n"
+     "running keep the files they have open).",
+     1, 1},
 };
 
 static json_t *paths_of(int argc, char **argv)
@@ -166,6 +189,13 @@ int client_session_more(int argc, char **argv)
     } else if (!strcmp(sb->name, "commit")) {
         method = "workspace.commit";
         json_object_set_new(params, "force", json_boolean(co.force));
+    } else if (!strcmp(sb->name, "fork")) {
+        method = "session.fork";
+        if (co.label)
+            json_object_set_new(params, "label", json_string(co.label));
+    } else if (!strcmp(sb->name, "snapshot") || !strcmp(sb->name, "restore")) {
+        method = !strcmp(sb->name, "snapshot") ? "session.snapshot" : "session.restore";
+        json_object_set_new(params, "name", json_string(args[0]));
     } else {
         method = "workspace.reset";
     }
@@ -193,6 +223,8 @@ int client_session_more(int argc, char **argv)
         rc = report_commit(res);
     else if (!strcmp(sb->name, "publish"))
         puts(json_string_value(json_object_get(res, "url")));
+    else if (!strcmp(sb->name, "fork"))
+        puts(json_string_value(json_object_get(res, "session")));
     else if (!strcmp(sb->name, "diff") && print_patch(res) < 0)
         rc = FB_EXIT_SETUP;
     json_decref(res);

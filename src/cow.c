@@ -28,8 +28,10 @@
  * upper storage, so the layer outlives the namespace. */
 #include "cow.h"
 
+#include "cgroup.h"
 #include "changes.h"
 #include "mount.h"
+#include "treecopy.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -99,7 +101,7 @@ int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow
                        "--commit: profile \"%s\" makes the workspace read-only",
                        p->profile_name ? p->profile_name : "?");
     struct fb_cow *c = fb_xcalloc(1, sizeof *c);
-    c->host = c->store = c->upper = c->userns = c->mntns = -1;
+    c->host = c->store = c->upper = c->userns = c->mntns = c->scratch = -1;
     c->readonly = p->workspace_ro;
     c->workspace = fb_xstrdup(p->workspace);
     c->host = open(p->workspace, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -487,6 +489,12 @@ static bool upper_has_user_xattrs(int sfd)
 int cow_mount_child(const struct fb_policy *p, int lower_tree, int upper_tree, const char *stage,
                     int *ovl_fd, int fds[3], struct fb_err *err)
 {
+    return cow_mount_child_seeded(p, lower_tree, upper_tree, -1, stage, ovl_fd, fds, err);
+}
+
+int cow_mount_child_seeded(const struct fb_policy *p, int lower_tree, int upper_tree, int seed,
+                           const char *stage, int *ovl_fd, int fds[3], struct fb_err *err)
+{
     fds[0] = fds[1] = fds[2] = -1;
     *ovl_fd = -1;
     char lower[256], store[256], upper[300], work[300];
@@ -536,6 +544,13 @@ int cow_mount_child(const struct fb_policy *p, int lower_tree, int upper_tree, c
     struct stat lst;
     if (fresh && stat(lower, &lst) == 0)
         fchmodat(sfd, "upper", lst.st_mode & 07777, 0);
+    if (seed >= 0) {
+        /* The snapshot's files, as ours (we are the sandbox's user). */
+        cleanup_close int ufd = openat(sfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct tree_copy_opts o = {.chown = false};
+        if (ufd < 0 || tree_copy(seed, ufd, &o, err) < 0)
+            return err->msg[0] ? -1 : fb_errno(err, FB_EXIT_SETUP, "copy-on-write: the restored layer");
+    }
 
     cleanup_close int fs = fsopen("overlay", FSOPEN_CLOEXEC);
     if (fs < 0)
@@ -644,12 +659,16 @@ static int send_fd(int sock, int fd, int code)
  * (the same staging as the child's), then join the sandbox's mount
  * namespace and put it on /workspace in place of the old one. Reports on
  * sock: an error message, or the new upper storage fd. */
-__attribute__((noreturn)) static void reset_helper(struct fb_cow *c, int lower_tree, int sock)
+__attribute__((noreturn)) static void reset_helper(struct fb_cow *c, int lower_tree, int seed,
+                                                  int sock)
 {
     struct fb_err err = {0};
     struct fb_policy p;
     memset(&p, 0, sizeof p);
     p.limits.disk = c->disk;
+    /* The new layer's pages are the sandbox's (its memory limit). */
+    if (c->cg && cgroup_enter(c->cg, &err) < 0)
+        goto fail;
     if (setns(c->userns, CLONE_NEWUSER) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "joining the sandbox's user namespace");
         goto fail;
@@ -677,7 +696,7 @@ __attribute__((noreturn)) static void reset_helper(struct fb_cow *c, int lower_t
     }
     const char *stage = access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
     int ovl, fds[3];
-    if (cow_mount_child(&p, lower, -1, stage, &ovl, fds, &err) < 0)
+    if (cow_mount_child_seeded(&p, lower, -1, seed, stage, &ovl, fds, &err) < 0)
         goto fail;
     if (setns(c->mntns, CLONE_NEWNS) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "joining the sandbox's mount namespace");
@@ -700,7 +719,7 @@ fail:
     _exit(1);
 }
 
-static int reset_live(struct fb_cow *c, struct fb_err *err)
+static int reset_live(struct fb_cow *c, int seed, struct fb_err *err)
 {
     int lower_tree = -1;
     if (c->root) {
@@ -738,7 +757,7 @@ static int reset_live(struct fb_cow *c, struct fb_err *err)
     }
     if (pid == 0) {
         close(sv[0]);
-        reset_helper(c, lower_tree, sv[1]);
+        reset_helper(c, lower_tree, seed, sv[1]);
     }
     close(sv[1]);
     if (lower_tree >= 0)
@@ -777,6 +796,8 @@ static int reset_live(struct fb_cow *c, struct fb_err *err)
     close(c->upper);
     c->store = newfd;
     c->upper = up;
+    if (seed >= 0)
+        return 0; /* restored: the same history as before */
     /* A fresh layer: nothing committed from it yet. */
     base_clear(c);
     clock_gettime(CLOCK_REALTIME, &c->start);
@@ -789,7 +810,7 @@ int cow_reset(struct fb_cow *c, struct fb_err *err)
     if (c->upper < 0)
         return fb_errf(err, FB_EXIT_SETUP, "copy-on-write: no upper layer");
     if (c->userns >= 0 && c->mntns >= 0 && !c->persistent)
-        return reset_live(c, err);
+        return reset_live(c, -1, err);
     /* Not mounted any more (run mode), or the caller's own directory: empty
      * it in place. */
     if (empty_dir(c->upper, 0) < 0)
@@ -807,6 +828,13 @@ int cow_reset(struct fb_cow *c, struct fb_err *err)
         }
     }
     return 0;
+}
+
+int cow_restore(struct fb_cow *c, int seed, struct fb_err *err)
+{
+    if (c->upper < 0 || c->userns < 0 || c->mntns < 0 || c->persistent)
+        return fb_errf(err, FB_EXIT_SETUP, "copy-on-write: only a live session's layer can be restored");
+    return reset_live(c, seed, err);
 }
 
 /* ---- `fluebox run` ---- */

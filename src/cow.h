@@ -88,6 +88,9 @@ struct fb_cow {
     size_t *bidx, bcap;       /* their hash index (cow.c) */
     struct fb_cow_fix *fix;
     size_t nfix;
+    /* A session's (set by spawn.c, borrowed from the sandbox): */
+    int scratch;             /* the scratch tmpfs, where snapshots live, or -1 */
+    const struct fb_cgroup *cg; /* the sandbox's cgroup: copies are charged there */
 };
 
 /* Supervisor, before the clone: open the host workspace and take the start
@@ -111,6 +114,10 @@ int cow_premounts(const struct fb_policy *p, const struct fb_ids *ids, struct fb
  * upper storage directory, the user namespace and the mount namespace. */
 int cow_mount_child(const struct fb_policy *p, int lower_tree, int upper_tree, const char *stage,
                     int *ovl_fd, int fds[3], struct fb_err *err);
+/* The same with a new upper layer that starts as a copy of the directory
+ * seed (a snapshot; -1: empty). */
+int cow_mount_child_seeded(const struct fb_policy *p, int lower_tree, int upper_tree, int seed,
+                           const char *stage, int *ovl_fd, int fds[3], struct fb_err *err);
 
 /* Supervisor: take the fds of FB_MSG_COW (always consumed). */
 int cow_attach(struct fb_cow *c, int *fds, size_t nfds, struct fb_err *err);
@@ -121,6 +128,20 @@ void cow_free(struct fb_cow *c);
  * known) a helper process joins the sandbox's namespaces and replaces the
  * overlay at /workspace; otherwise the upper directory is emptied. */
 int cow_reset(struct fb_cow *c, struct fb_err *err);
+
+/* A live session: replace the overlay at /workspace by one whose upper
+ * layer is a copy of the directory seed (a snapshot, cow_snap.c), as
+ * cow_reset does with an empty one. The conflict baseline stays (the
+ * restored changes are still compared with the host as of the start). */
+int cow_restore(struct fb_cow *c, int seed, struct fb_err *err);
+
+/* session.snapshot / session.restore of a copy-on-write session
+ * (cow_snap.c; reached through cow_session_call) and the names of its
+ * snapshots for session.info (NULL: none, or not a cow session). */
+struct proto_err;
+json_t *cow_snapshot(struct fb_cow *c, json_t *params, struct proto_err *e);
+json_t *cow_snapshot_restore(struct fb_cow *c, json_t *params, struct proto_err *e);
+json_t *cow_snapshots_json(const struct fb_cow *c);
 
 /* Has the upper layer run out of space or inodes? (A --cow-upper layer:
  * has it reached --disk?) */

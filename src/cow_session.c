@@ -175,6 +175,10 @@ json_t *cow_session_call(struct fb_cow *c, const char *method, json_t *params,
         return m_diff(c, params, prog, e);
     if (!strcmp(method, "workspace.commit"))
         return m_commit(c, params, prog, e);
+    if (!strcmp(method, "session.snapshot"))
+        return cow_snapshot(c, params, e);
+    if (!strcmp(method, "session.restore"))
+        return cow_snapshot_restore(c, params, e);
     if (!strcmp(method, "workspace.reset")) {
         struct fb_err err = {0};
         if (cow_reset(c, &err) < 0) {

@@ -19,6 +19,9 @@
     X("session.info", m_session_info, SCOPE_ANY, 0)                  \
     X("session.publish", m_session_publish, SCOPE_LIVE, 0)            \
     X("session.unpublish", m_session_unpublish, SCOPE_LIVE, 0)        \
+    X("session.fork", m_session_fork, SCOPE_LIVE, 0)                  \
+    X("session.snapshot", m_workspace, SCOPE_LIVE, 0)                 \
+    X("session.restore", m_workspace, SCOPE_LIVE, 0)                  \
     X("exec", m_exec, SCOPE_LIVE, 0)                                  \
     X("exec.kill", m_exec_kill, SCOPE_LIVE, 0)                        \
     X("file.read", m_file, SCOPE_LIVE, F_READ)                        \

@@ -403,6 +403,14 @@ int mount_scratch(const struct fb_policy *p, struct fb_layout *l, int ctl, struc
     struct fb_msg msg = {.type = FB_MSG_SCRATCH};
     if (ctl_send(ctl, &msg, &m, 1) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "passing the scratch space");
+    /* A fork: the supervisor copies the original's files in first, and says
+     * GO when they are there (nothing of the layout is built on it yet). */
+    if (p->seed_scratch) {
+        struct fb_msg go;
+        int r = ctl_recv(ctl, &go, NULL, NULL);
+        if (r <= 0 || go.type != FB_MSG_GO)
+            return fb_errf(err, FB_EXIT_SETUP, "scratch space: the supervisor did not fill it");
+    }
     return 0;
 }
 

@@ -146,6 +146,8 @@ struct fb_policy {
     char *cwd;             /* inside; default /workspace */
 
     /* Filesystem. */
+    bool seed_scratch;     /* the supervisor fills the scratch space before anything
+                              is built on it (session.fork: spawn.h, struct fb_seed) */
     char *workspace;       /* host dir bound rw at /workspace; NULL = empty tmpfs */
     bool workspace_ro;     /* profile may make the workspace read-only */
     bool cow;              /* overlay: workspace is the read-only lower layer */

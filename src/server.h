@@ -130,6 +130,9 @@ struct sess {
     bool dead;       /* freed at the end of the iteration */
     struct pub *pubs;     /* published ports (server_port.c) */
     struct relay *relays; /* their connections */
+    unsigned forking;     /* forks being copied from it (server_fork.c) */
+    bool release_after_fork; /* its release waits for them */
+    struct sess *fork_parent; /* being built as a fork of this one */
     struct sess *next, *prev;
 };
 
@@ -282,7 +285,7 @@ int handle_line(struct conn *c, const char *line, size_t len);
 /* The handlers (the table lists them, methods.h). */
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
     m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel, m_session_publish,
-    m_session_unpublish;
+    m_session_unpublish, m_session_fork;
 
 /* ---- ops (server_sess.c) ---- */
 struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);
@@ -292,6 +295,7 @@ void op_finish(struct op *o);
 void op_free(struct op *o);
 
 /* ---- server_sess.c ---- */
+struct sess *sess_new(struct srv *srv, struct fb_session *s); /* linked into srv */
 struct sess *sess_find(struct srv *srv, uid_t uid, const char *id);
 unsigned sessions_of(struct srv *srv, uid_t uid);
 /* Send a record to init; takes the fds (closed once sent). Returns -1 when
@@ -307,7 +311,8 @@ void sess_unwatch(struct sess *ss);
 void sess_free(struct sess *ss);
 void outq_flush(struct sess *ss);
 void outq_free(struct sess *ss);
-/* Give the sandbox back (via the worker); waits for a workspace operation. */
+/* Give the sandbox back (via the worker), closing its published ports;
+ * waits for a workspace operation and for forks being copied from it. */
 void sess_release(struct sess *ss);
 void on_ctl(struct sess *ss);
 void spawn_done(struct srv *srv, struct fb_session *s);
@@ -345,6 +350,10 @@ void ws_forget_op(struct op *o);           /* the request is gone: stop its work
 void ws_progress(struct sess *ss, uint64_t now);
 uint64_t ws_next_progress(const struct sess *ss); /* UINT64_MAX: none */
 void ws_shutdown(struct srv *srv);         /* cancel and join every operation */
+
+/* ---- server_fork.c ---- */
+/* The spawn of ss, a fork, is done (either way): the original may go. */
+void fork_spawned(struct sess *ss);
 
 /* ---- server_port.c ---- */
 void on_port(struct pub *p);                   /* a listener is readable */

@@ -6,6 +6,8 @@
 #include "server.h"
 
 #include "cgroup.h"
+#include "cow.h"
+#include "session_fork.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -128,7 +130,7 @@ static struct op *op_by_tag(struct sess *ss, uint64_t tag)
 
 /* ---- sessions ---- */
 
-static struct sess *sess_new(struct srv *srv, struct fb_session *s)
+struct sess *sess_new(struct srv *srv, struct fb_session *s)
 {
     struct sess *ss = fb_xcalloc(1, sizeof *ss);
     ss->srv = srv;
@@ -320,6 +322,11 @@ static void sess_fail_ops(struct sess *ss, const char *code, const char *why)
 void sess_release(struct sess *ss)
 {
     ports_close(ss);
+    if (ss->forking) {
+        /* A fork is being copied from it: once that is done. */
+        ss->release_after_fork = true;
+        return;
+    }
     if (ss->s->releasing)
         return;
     if (ss->ws) {
@@ -493,20 +500,26 @@ static json_t *sess_info(struct sess *ss, json_t *running)
 {
     json_t *o = session_info(ss->s, running, ss->total_execs);
     json_object_set_new(o, "ports", ports_json(ss));
+    json_t *snaps = ss->s->state == SESS_READY ? cow_snapshots_json(ss->s->sb.cow) : NULL;
+    json_object_set_new(o, "snapshots", snaps ? snaps : json_array());
     return o;
 }
 
 static void log_created(struct sess *ss)
 {
     const struct fb_policy *p = &ss->s->pol;
-    srv_log_event(ss, "created",
-                  json_pack("{s:s, s:b, s:s}", "profile", p->profile_name ? p->profile_name : "",
-                            "pooled", ss->s->pooled, "network",
-                            p->net == FB_NET_ALLOW ? "allow" : p->net == FB_NET_HOST ? "host" : "none"));
+    json_t *f = json_pack("{s:s, s:b, s:s}", "profile", p->profile_name ? p->profile_name : "",
+                          "pooled", ss->s->pooled, "network",
+                          p->net == FB_NET_ALLOW ? "allow" : p->net == FB_NET_HOST ? "host" : "none");
+    if (ss->s->fork) {
+        json_object_set_new(f, "from", json_string(ss->s->forked_from));
+        json_object_set_new(f, "copyMs", json_integer(fork_copy_ms(ss->s->fork)));
+    }
+    srv_log_event(ss, ss->s->fork ? "forked" : "created", f);
 }
 
 static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
-                               struct session_params *sp, json_t *publish)
+                               struct session_params *sp, json_t *params, json_t *publish)
 {
     struct srv *srv = c->srv;
     struct proto_err e = {0};
@@ -534,6 +547,8 @@ static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
             s->uid = c->uid;
             s->pooled = true;
             s->state = SESS_READY;
+            json_decref(s->params);
+            s->params = json_deep_copy(params);
             session_set_id(s);
             session_apply_params(s, sp);
             ports_start(ss);
@@ -548,6 +563,7 @@ static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
     s->pol = *p;
     s->uid = c->uid;
     s->state = SESS_STARTING;
+    s->params = json_deep_copy(params);
     session_set_id(s);
     session_apply_params(s, sp);
     struct sess *ss = sess_new(srv, s);
@@ -607,13 +623,15 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
         policy_free(&p);
         return send_out_of_fds(c, id, "no new session");
     }
-    pool_take_or_spawn(c, id, &p, &sp, publish);
+    pool_take_or_spawn(c, id, &p, &sp, params, publish);
 }
 
 /* The worker finished spawning s. */
 void spawn_done(struct srv *srv, struct fb_session *s)
 {
     struct sess *ss = s->srv;
+    if (ss->fork_parent)
+        fork_spawned(ss);
     if (ss->in_pool) {
         srv->pool_pending--;
         if (s->spawn_rc < 0 || srv->stopping) {
@@ -680,7 +698,10 @@ void spawn_done(struct srv *srv, struct fb_session *s)
     session_touch(s);
     ports_start(ss);
     log_created(ss);
-    send_result(o->c, o->id, sess_info(ss, NULL));
+    json_t *info = sess_info(ss, NULL);
+    if (s->fork)
+        json_object_set_new(info, "copyMs", json_integer(fork_copy_ms(s->fork)));
+    send_result(o->c, o->id, info);
     op_finish(o);
 }
 

@@ -196,9 +196,13 @@ void m_workspace(struct conn *c, const struct method *m, json_t *id, json_t *par
 {
     struct proto_err e = {0};
     struct fb_cow *cow = ss->s->sb.cow;
-    if (!cow || !strcmp(m->name, "workspace.reset")) {
-        /* not_supported, or a reset (quick: it remounts an empty layer). */
+    if (!cow || !strcmp(m->name, "workspace.reset") || !strncmp(m->name, "session.", 8)) {
+        /* not_supported, or a reset (quick: it remounts an empty layer), or
+         * session.snapshot / session.restore (a copy of the layer, on the loop
+         * as before; they never run beside a diff or commit). */
         json_t *r = ss->ws ? NULL : cow_session_method(cow, m->name, params, &e);
+        if (r && !strncmp(m->name, "session.", 8))
+            srv_log_event(ss, m->name + 8, json_pack("{s:O}", "name", json_object_get(r, "name")));
         if (ss->ws)
             perr_set(&e, "EBUSY", "a workspace operation is running in this session");
         if (r)

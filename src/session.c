@@ -12,6 +12,7 @@
 #include "session.h"
 
 #include "ctl.h"
+#include "session_fork.h"
 
 #include "cgroup.h"
 #include "cli.h"
@@ -631,6 +632,8 @@ void session_free(struct fb_session *s)
         harden_free_env(s->env);
     free(s->cwd);
     free(s->label);
+    json_decref(s->params);
+    fork_free(s->fork);
     free(s);
 }
 
@@ -667,6 +670,7 @@ json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs
     json_object_set_new(o, "profile", json_string(p->profile_name ? p->profile_name : ""));
     json_object_set_new(o, "pooled", json_boolean(s->pooled));
     json_object_set_new(o, "toolchain", toolchain_json(p));
+    json_object_set_new(o, "forkedFrom", s->forked_from[0] ? json_string(s->forked_from) : json_null());
     json_object_set_new(o, "workspace", p->workspace ? json_string(p->workspace) : json_null());
     json_object_set_new(o, "cwd", json_string(s->cwd ? s->cwd : "/workspace"));
     json_object_set_new(o, "network", json_string(net));
@@ -776,7 +780,14 @@ static void *worker_main(void *arg)
             fb_errf(&s->spawn_err, FB_EXIT_SETUP, "the server is stopping");
         } else if (j->kind == WJ_SPAWN) {
             memset(&s->spawn_err, 0, sizeof s->spawn_err);
-            s->spawn_rc = sandbox_spawn(&s->pol, FB_MODE_SESSION, &s->sb, &s->spawn_err);
+            struct fb_seed seed;
+            if (s->fork) {
+                fork_seed(s->fork, &seed);
+                s->spawn_rc = sandbox_spawn_seeded(&s->pol, FB_MODE_SESSION, &seed, &s->sb,
+                                                   &s->spawn_err);
+            } else {
+                s->spawn_rc = sandbox_spawn(&s->pol, FB_MODE_SESSION, &s->sb, &s->spawn_err);
+            }
         } else {
             sandbox_kill(&s->sb);
             sandbox_release(&s->sb);

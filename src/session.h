@@ -59,6 +59,9 @@ struct fb_session {
     uint64_t created_ns, last_used_ns; /* monotonic */
     char death[128];        /* why it died */
     char *label;            /* the client's label, or NULL */
+    json_t *params;         /* the session.create params it was made with (fork) */
+    struct fb_fork *fork;   /* being built as a fork: what to copy (session_fork.h) */
+    char forked_from[24];   /* the original's id, or "" */
     struct fb_err spawn_err;
     int spawn_rc;
     void *srv;              /* the server's per-session state (struct sess, server.h) */

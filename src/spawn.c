@@ -445,18 +445,24 @@ static bool wants_cgroup(const struct fb_policy *p)
 }
 
 static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
-                 struct fb_sandbox *sb, struct fb_err *err);
+                 const struct fb_seed *seed, struct fb_sandbox *sb, struct fb_err *err);
 
 int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
                   struct fb_err *err)
 {
-    return spawn(p, mode, NULL, sb, err);
+    return spawn(p, mode, NULL, NULL, sb, err);
+}
+
+int sandbox_spawn_seeded(const struct fb_policy *p, enum fb_mode mode, const struct fb_seed *seed,
+                         struct fb_sandbox *sb, struct fb_err *err)
+{
+    return spawn(p, mode, NULL, seed, sb, err);
 }
 
 int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
                       struct fb_sandbox *sb, struct fb_err *err)
 {
-    return spawn(p, FB_MODE_EXT, x, sb, err);
+    return spawn(p, FB_MODE_EXT, x, NULL, sb, err);
 }
 
 /* The maps an FB_MODE_EXT caller gives, else userns.c's. */
@@ -489,30 +495,47 @@ static void child_said(struct fb_sandbox *sb, struct fb_err *err)
 }
 
 /* The cgroup of a child that is already building its root: made and
- * limited now, joined by the child before init (child_join_late). */
-static int cgroup_late(const struct fb_policy *p, struct fb_sandbox *sb, struct fb_err *err)
+ * limited now (cgroup_late), joined by the child before init
+ * (child_join_late) with the descriptors cgroup_late_send hands it. A
+ * seeded child gets them after its scratch space is filled: the copy is
+ * made in the cgroup, and the child reads the seed's GO first. */
+struct late_cg {
+    int fds[8];
+    size_t nfds;
+};
+
+static int cgroup_late(const struct fb_policy *p, struct fb_sandbox *sb, struct late_cg *l,
+                       struct fb_err *err)
 {
     if (cgroup_create(p, &sb->cg, err) < 0)
         return -1;
-    int fds[8];
-    size_t nfds = 0;
-    if (cgroup_attach_late(sb->cg, sb->pid, fds, FB_ARRAY_LEN(fds), &nfds, err) < 0)
+    if (cgroup_attach_late(sb->cg, sb->pid, l->fds, FB_ARRAY_LEN(l->fds), &l->nfds, err) < 0)
         return -1;
     const char *missing = cgroup_not_applied(sb->cg);
     sb->nproc_fallback = missing && strstr(missing, "pids");
+    return 0;
+}
+
+static void cgroup_late_close(struct late_cg *l)
+{
+    for (size_t i = 0; i < l->nfds; i++)
+        close(l->fds[i]);
+    l->nfds = 0;
+}
+
+static void cgroup_late_send(struct fb_sandbox *sb, struct late_cg *l)
+{
     int64_t nproc, data;
     cgroup_fallback_limits(sb->cg, &nproc, &data);
     struct fb_msg m = {.type = FB_MSG_CGROUP, .code = (int32_t)nproc, .arg = data,
                        .status = sb->nproc_fallback};
     /* If this fails the child is gone, and has said why (seccomp_job_send). */
-    ctl_send(sb->ctl, &m, fds, nfds);
-    for (size_t i = 0; i < nfds; i++)
-        close(fds[i]);
-    return 0;
+    ctl_send(sb->ctl, &m, l->fds, l->nfds);
+    cgroup_late_close(l);
 }
 
 static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
-                 struct fb_sandbox *sb, struct fb_err *err)
+                 const struct fb_seed *seed, struct fb_sandbox *sb, struct fb_err *err)
 {
     if (p->isolation == FB_ISO_LANDLOCK) { /* no namespaces: landlock_spawn.c */
         if (x)
@@ -521,6 +544,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         return landlock_spawn(p, mode, sb, err);
     }
     memset(sb, 0, sizeof *sb);
+    struct late_cg lcg = {.nfds = 0};
     sb->pid = -1;
     sb->pidfd = -1;
     sb->ctl = -1;
@@ -640,10 +664,15 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         child_said(sb, err);
         goto fail_child;
     }
-    if (late_cg && cgroup_late(p, sb, err) < 0)
+    if (late_cg && cgroup_late(p, sb, &lcg, err) < 0)
         goto fail_child;
-    if (seccomp_job_send(&scj, sb->ctl, err) < 0)
-        goto fail_child;
+    /* A seeded child reads the seed's GO first (mount_scratch): then. */
+    if (!p->seed_scratch) {
+        if (late_cg)
+            cgroup_late_send(sb, &lcg);
+        if (seccomp_job_send(&scj, sb->ctl, err) < 0)
+            goto fail_child;
+    }
     for (;;) {
         struct fb_msg m;
         int fds[FB_CTL_MAX_FDS];
@@ -667,7 +696,24 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
             continue;
         }
         if (m.type == FB_MSG_SCRATCH && nfds == 1 && sb->scratch_fd < 0) {
-            sb->scratch_fd = fds[0]; /* only ever fstatfs()ed (spawn.h) */
+            sb->scratch_fd = fds[0]; /* fstatfs()ed, and filled by a seed */
+            if (sb->cow) {
+                sb->cow->scratch = sb->scratch_fd; /* snapshots live there */
+                sb->cow->cg = sb->cg;
+            }
+            if (p->seed_scratch) {
+                struct fb_msg go2 = {.type = FB_MSG_GO};
+                if (!seed || seed->fill(seed->arg, sb->scratch_fd, sb, err) < 0)
+                    goto fail_child;
+                if (ctl_send(sb->ctl, &go2, NULL, 0) < 0) {
+                    fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
+                    goto fail_child;
+                }
+                if (late_cg)
+                    cgroup_late_send(sb, &lcg);
+                if (seccomp_job_send(&scj, sb->ctl, err) < 0)
+                    goto fail_child;
+            }
             continue;
         }
         if (m.type == FB_MSG_SECCOMP_FD && nfds == 1 && sb->seccomp_fd < 0) {
@@ -701,6 +747,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
 
 fail_child:
     add_layer_hint(err);
+    cgroup_late_close(&lcg);
     seccomp_job_cancel(&scj);
     sandbox_kill(sb);
     sandbox_release(sb);

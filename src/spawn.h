@@ -53,8 +53,9 @@ struct fb_sandbox {
     struct fb_egress *egress;/* allow-mode network, else NULL */
     int seccomp_fd;          /* seccomp listener (--seccomp-log, learn) or -1 */
     struct fb_cow *cow;      /* --cow: the upper layer and conflict baseline (cow.h) */
-    int scratch_fd;          /* the sandbox's scratch tmpfs, for fstatfs() only, or -1:
-                                never a path is resolved through it */
+    int scratch_fd;          /* the sandbox's scratch tmpfs (its root), or -1: for
+                                fstatfs(), and for treecopy.h's walks (fork,
+                                snapshots), which follow no link; never a path */
     struct fb_ids ids;
     uint64_t start_ns;
     bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */
@@ -66,6 +67,20 @@ struct fb_sandbox {
  * process, no cgroup; err carries the child's own message. */
 int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
                   struct fb_err *err);
+
+/* A sandbox whose scratch space starts with files of the supervisor's
+ * choosing (session.fork): p->seed_scratch is set, and once the child has
+ * made its scratch tmpfs and waits, fill() gets a descriptor of it (the
+ * tmpfs's root, for openat; not the caller's to close) and the sandbox
+ * being built (its ids and cgroup). Nothing of the sandbox's layout exists
+ * on it yet: the home, /tmp and the copy-on-write layer are made from
+ * whatever fill() put there. -1 from fill() (with err) ends the spawn. */
+struct fb_seed {
+    int (*fill)(void *arg, int scratch, const struct fb_sandbox *sb, struct fb_err *err);
+    void *arg;
+};
+int sandbox_spawn_seeded(const struct fb_policy *p, enum fb_mode mode, const struct fb_seed *seed,
+                         struct fb_sandbox *sb, struct fb_err *err);
 
 /* The same for FB_MODE_EXT: x says what differs. sb->pid is not the
  * caller's child when x->clone_flags has CLONE_PARENT (use sb->pidfd). */
