@@ -7,9 +7,11 @@
 #include "commands.h"
 
 #include "client.h"
+#include "tarstream.h"
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 
 /* ---- cp ---- */
@@ -20,6 +22,10 @@ static const char cp_usage[] =
     "SESSION:PATH (a relative PATH is relative to the session's /workspace);\n"
     "the other is a local path, or - for standard input / output. A DST that is\n"
     "a directory (or ends in /) receives the file under its own name.\n"
+    "With -r, SRC may be a directory: it is copied with everything below it as a\n"
+    "tar stream (symlinks stay symlinks, and are never followed; on the host,\n"
+    "nothing is written outside DST or through a link). An existing directory DST\n"
+    "receives it under its own name; otherwise DST is created with its contents.\n"
     "\n";
 
 static int set_parents(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
@@ -28,10 +34,18 @@ static int set_parents(void *ctx, const struct fb_opt *o, const char *v, struct 
     return 0;
 }
 
+static int set_recursive(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct copts *)ctx)->recursive = true;
+    return 0;
+}
+
 static const struct fb_opt cp_opts[] = {
     SOCKET_OPT,
     {"parents", 'p', FB_ARG_NONE, NULL, FB_OPT_ANY, set_parents,
      "create missing parent directories in the session", NULL},
+    {"recursive", 'r', FB_ARG_NONE, NULL, FB_OPT_ANY, set_recursive,
+     "copy directories, with everything below them (a tar stream)", NULL},
 };
 
 /* "s-0123:path" -> id and path. A local path with a colon before any
@@ -173,6 +187,209 @@ static int cp_out(struct cli *c, const char *sid, const char *rpath, const char 
     return rc;
 }
 
+/* ---- directories ---- */
+
+/* "a/b/c" -> "a/b" and "c"; "c" -> "." and "c". */
+static void split_dir(const char *p, char **dir, char **name)
+{
+    cleanup_free char *c = fb_xstrdup(p);
+    size_t l = strlen(c);
+    while (l > 1 && c[l - 1] == '/')
+        c[--l] = 0;
+    char *slash = strrchr(c, '/');
+    if (!slash) {
+        *dir = fb_xstrdup(".");
+        *name = fb_xstrdup(c);
+    } else {
+        *name = fb_xstrdup(slash + 1);
+        *dir = slash == c ? fb_xstrdup("/") : fb_xstrndup(c, (size_t)(slash - c));
+    }
+}
+
+static bool remote_is_dir(struct cli *c, const char *sid, const char *path, bool *exists,
+                          struct fb_err *err)
+{
+    json_t *st = cli_call(c, "file.stat", json_pack("{s:s, s:s}", "session", sid, "path", path), err);
+    *exists = st != NULL;
+    bool dir = st && !strcmp(json_string_value(json_object_get(st, "type")) ?: "", "dir");
+    json_decref(st);
+    return dir;
+}
+
+/* The tar stream into the session: collected in chunks written to a file
+ * of the session's /tmp, appended one file.write at a time. */
+struct upload {
+    struct cli *c;
+    const char *sid, *path;
+    struct fb_buf buf;
+    bool first;
+    struct fb_err *err;
+};
+
+static int upload_flush(struct upload *u)
+{
+    if (!buf_pending(&u->buf) && !u->first)
+        return 0;
+    char *b64 = fb_xmalloc(b64_encoded_len(buf_pending(&u->buf)) + 1);
+    size_t bl = b64_encode((const unsigned char *)buf_head(&u->buf), buf_pending(&u->buf), b64);
+    json_t *p = json_pack("{s:s, s:s, s:s%, s:s, s:b, s:i}", "session", u->sid, "path", u->path,
+                          "data", b64, bl, "encoding", "base64", "append", !u->first, "mode", 0600);
+    free(b64);
+    json_t *res = cli_call(u->c, "file.write", p, u->err);
+    buf_reset(&u->buf);
+    u->first = false;
+    if (!res)
+        return -1;
+    json_decref(res);
+    return 0;
+}
+
+static int upload_emit(void *ctx, const void *data, size_t len)
+{
+    struct upload *u = ctx;
+    buf_append(&u->buf, data, len);
+    return buf_pending(&u->buf) >= CP_CHUNK ? upload_flush(u) : 0;
+}
+
+static void cp_warn(void *ctx, const char *msg)
+{
+    fb_warn("cp: %s", msg);
+}
+
+/* Run argv in the session, its stdout to on_out (base64 decoded), its
+ * stderr to ours. The command's exit status, or -1 with err. */
+static int remote_run(struct cli *c, const char *sid, json_t *argv,
+                      int (*on_out)(void *ctx, const void *d, size_t n, struct fb_err *err),
+                      void *ctx, struct fb_err *err)
+{
+    int64_t id;
+    json_t *params = json_pack("{s:s, s:o, s:b, s:s}", "session", sid, "argv", argv, "stream", 1,
+                               "encoding", "base64");
+    if (cli_send(c, "exec", params, &id, err) < 0)
+        return -1;
+    int rc = -1;
+    bool failed = false;
+    for (;;) {
+        json_t *m = cli_recv(c, err);
+        if (!m)
+            return -1;
+        json_t *mid = json_object_get(m, "id");
+        if (!json_is_integer(mid) || json_integer_value(mid) != id) {
+            json_decref(m);
+            continue;
+        }
+        const char *ev = json_string_value(json_object_get(m, "event"));
+        json_t *d = json_object_get(m, "data");
+        if (ev && json_is_string(d) && !failed) {
+            size_t n = json_string_length(d);
+            unsigned char *raw = fb_xmalloc(b64_decoded_max(n));
+            ssize_t l = b64_decode(json_string_value(d), n, raw);
+            if (l > 0 && !strcmp(ev, "stdout") && on_out && on_out(ctx, raw, (size_t)l, err) < 0)
+                failed = true; /* keep reading to the end of the exec */
+            else if (l > 0 && !strcmp(ev, "stderr"))
+                (void)!fb_write_all(2, raw, (size_t)l);
+            free(raw);
+        }
+        if (ev) {
+            json_decref(m);
+            continue;
+        }
+        json_t *er = json_object_get(m, "error");
+        if (er)
+            err_from(er, err);
+        else if (!failed)
+            rc = (int)json_integer_value(json_object_get(json_object_get(m, "result"), "exitCode"));
+        json_decref(m);
+        return failed || er ? -1 : rc;
+    }
+}
+
+static int cp_in_dir(struct cli *c, const char *local, const char *sid, const char *rpath,
+                     bool parents, struct fb_err *err)
+{
+    cleanup_close int dfd = open(local, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s", local);
+    /* Into an existing directory under its own name, else as rpath. */
+    bool exists;
+    bool into = remote_is_dir(c, sid, rpath, &exists, err);
+    cleanup_free char *ldir = NULL, *lname = NULL;
+    split_dir(local, &ldir, &lname);
+    const char *prefix = into ? lname : ".";
+    if (!strcmp(lname, ".") || !strcmp(lname, "..") || !strcmp(lname, "/"))
+        prefix = ".";
+    if (exists && !into)
+        return fb_errf(err, FB_EXIT_SETUP, "%s: exists in the session and is not a directory", rpath);
+    if (!exists) {
+        json_t *r = cli_call(c, "file.mkdir",
+                             json_pack("{s:s, s:s, s:b}", "session", sid, "path", rpath, "recursive", parents),
+                             err);
+        if (!r)
+            return -1;
+        json_decref(r);
+    }
+    unsigned char rnd[6] = {0};
+    (void)!getrandom(rnd, sizeof rnd, GRND_NONBLOCK);
+    char tmp[96];
+    snprintf(tmp, sizeof tmp, "/tmp/.fluebox-cp-%d-%02x%02x%02x%02x%02x%02x.tar", (int)getpid(),
+             rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+    struct upload u = {.c = c, .sid = sid, .path = tmp, .first = true, .err = err};
+    int rc = tar_write_dir(dfd, prefix, upload_emit, &u, cp_warn, err);
+    if (rc == 0)
+        rc = upload_flush(&u);
+    buf_free(&u.buf);
+    if (rc == 0) {
+        json_t *argv = json_pack("[s, s, s, s, s, s, s]", "tar", "-x", "-p", "-f", tmp, "-C", rpath);
+        int x = remote_run(c, sid, argv, NULL, NULL, err);
+        if (x > 0)
+            rc = fb_errf(err, FB_EXIT_SETUP, "tar in the session exited %d", x);
+        else if (x < 0)
+            rc = -1;
+    }
+    struct fb_err e2 = {0};
+    json_decref(cli_call(c, "file.rm", json_pack("{s:s, s:s, s:b}", "session", sid, "path", tmp, "force", 1), &e2));
+    return rc;
+}
+
+struct unpack {
+    struct tar_reader *r;
+};
+
+static int unpack_out(void *ctx, const void *d, size_t n, struct fb_err *err)
+{
+    return tar_reader_feed(((struct unpack *)ctx)->r, d, n, err);
+}
+
+static int cp_out_dir(struct cli *c, const char *sid, const char *rpath, const char *local,
+                      struct fb_err *err)
+{
+    struct stat st;
+    bool into = stat(local, &st) == 0 && S_ISDIR(st.st_mode);
+    if (!into && mkdir(local, 0755) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s", local);
+    cleanup_close int dfd = open(local, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s", local);
+    cleanup_free char *rdir = NULL, *rname = NULL;
+    split_dir(rpath, &rdir, &rname);
+    bool whole = into && strcmp(rname, ".") && strcmp(rname, "..") && strcmp(rname, "/");
+    json_t *argv = whole ? json_pack("[s, s, s, s, s, s, s]", "tar", "-c", "--hard-dereference", "-f",
+                                     "-", "-C", rdir)
+                         : json_pack("[s, s, s, s, s, s, s]", "tar", "-c", "--hard-dereference", "-f",
+                                     "-", "-C", rpath);
+    json_array_append_new(argv, json_string(whole ? rname : "."));
+    struct unpack up = {tar_reader_new(dfd, 0)};
+    int x = remote_run(c, sid, argv, unpack_out, &up, err);
+    size_t files = 0, skipped = 0;
+    int rc = x < 0 ? -1 : tar_reader_finish(up.r, &files, &skipped, err);
+    tar_reader_free(up.r);
+    if (rc == 0 && x > 0)
+        rc = fb_errf(err, FB_EXIT_SETUP, "tar in the session exited %d", x);
+    if (rc == 0 && skipped)
+        fb_warn("cp: %zu entr%s skipped (hard links, devices, fifos)", skipped, skipped == 1 ? "y" : "ies");
+    return rc;
+}
+
 int cmd_cp(int argc, char **argv)
 {
     struct copts co = {0};
@@ -204,7 +421,21 @@ int cmd_cp(int argc, char **argv)
         fb_warn("%s", err.msg);
         return FB_EXIT_SETUP;
     }
-    int rc = r1 ? cp_in(&c, args[0], sid1, p1, parents, &err) : cp_out(&c, sid0, p0, args[1], &err);
+    int rc;
+    struct stat lst;
+    bool ldir = r1 && strcmp(args[0], "-") && stat(args[0], &lst) == 0 && S_ISDIR(lst.st_mode);
+    bool exists;
+    bool rdir = r0 && remote_is_dir(&c, sid0, p0, &exists, &err);
+    if ((ldir || rdir) && !co.recursive)
+        rc = fb_errf(&err, FB_EXIT_SETUP, "%s is a directory (use cp -r)", args[0]);
+    else if (ldir)
+        rc = cp_in_dir(&c, args[0], sid1, p1, parents, &err);
+    else if (rdir && !strcmp(args[1], "-"))
+        rc = fb_errf(&err, FB_EXIT_SETUP, "cp -r: a directory cannot go to standard output");
+    else if (rdir)
+        rc = cp_out_dir(&c, sid0, p0, args[1], &err);
+    else
+        rc = r1 ? cp_in(&c, args[0], sid1, p1, parents, &err) : cp_out(&c, sid0, p0, args[1], &err);
     cli_close(&c);
     if (rc < 0) {
         fb_warn("%s", err.msg);
