@@ -5,7 +5,7 @@
 
 /// <reference types="node" />
 
-import type { Fluebox, Limits, Session, SessionOptions } from './index.js';
+import type { Fluebox, Limits, PublishedPort, Session, SessionOptions, SnapshotResult } from './index.js';
 import { FlueboxError, SandboxDiedError } from './index.js';
 
 export interface ShellResult {
@@ -109,6 +109,14 @@ export declare class FlueboxSandbox implements FlueSandbox {
   exists(path: string): Promise<boolean>;
   mkdir(path: string, options?: { recursive?: boolean }): Promise<void>;
   rm(path: string, options?: { recursive?: boolean; force?: boolean }): Promise<void>;
+  /** Beyond Flue's verbs: reach a server started inside on `port` from the host. */
+  publish(port: number, options?: { anyUid?: boolean }): Promise<PublishedPort>;
+  unpublish(port: number): Promise<void>;
+  /** A second sandbox starting from copies of this one's files (no processes). */
+  fork(options?: { id?: string }): Promise<FlueboxSandbox>;
+  /** Copy-on-write sandboxes: save and restore the workspace layer. */
+  snapshot(name: string): Promise<SnapshotResult>;
+  restore(name: string): Promise<{ name: string; restored: true; copyMs: number }>;
 }
 
 /** Refused before anything changed: type "sandbox_operation_unsupported". */

@@ -72,6 +72,27 @@ export interface SessionOptions extends Limits {
   caller?: boolean | { path?: string; cwd?: string; env?: Record<string, string> } | null;
   /** Free text (up to 256 bytes), echoed in the info object; listSessions can filter on it. */
   label?: string | null;
+  /** Ports to publish as the session starts: 3000, "8080:3000" or { port, hostPort, anyUid }. */
+  publish?: Array<number | string | { port: number; hostPort?: number; anyUid?: boolean }>;
+}
+
+export interface PublishedPort {
+  port: number;
+  hostPort: number;
+  host: '127.0.0.1';
+  /** http://127.0.0.1:HOSTPORT/ */
+  url: string;
+  anyUid: boolean;
+  /** session.info only: connections being relayed now. */
+  connections?: number;
+}
+
+export interface SnapshotResult {
+  name: string;
+  bytes: number;
+  entries: number;
+  createdAt: number;
+  copyMs: number;
 }
 
 export interface SessionInfo {
@@ -93,6 +114,16 @@ export interface SessionInfo {
   limits: { memory: number; cpus: number; pids: number; timeoutMs: number; applied: string; notApplied: string; [k: string]: unknown };
   execs: { running: string[]; total: number };
   usage: { memoryBytes: number; memoryPeakBytes: number; cpuMs: number; pidsPeak: number; oomKills: number; diskUsedBytes: number; [k: string]: unknown };
+  /** The network allowlist's patterns. */
+  allowNet?: string[];
+  /** Published ports. */
+  ports?: PublishedPort[];
+  /** The session this one is a fork of, or null. */
+  forkedFrom?: string | null;
+  /** Names of its snapshots. */
+  snapshots?: string[];
+  /** session.fork's answer: how long the copy took. */
+  copyMs?: number;
   [k: string]: unknown;
 }
 
@@ -286,6 +317,16 @@ export declare class Session {
   commit(options?: { paths?: string[]; force?: boolean }): Promise<CommitResult>;
   /** Discards the changes. */
   reset(): Promise<{ reset: true }>;
+
+  /** Publishes `port` inside on 127.0.0.1 of the host (only this uid may connect unless anyUid). */
+  publish(port: number, options?: { hostPort?: number; anyUid?: boolean }): Promise<PublishedPort>;
+  unpublish(port: number): Promise<void>;
+  /** A new session starting from copies of this one's workspace layer, home and /tmp
+   * (running processes are not copied). */
+  fork(options?: { label?: string | null }): Promise<Session>;
+  /** Copy-on-write sessions: save the layer as `name`; put it back. */
+  snapshot(name: string): Promise<SnapshotResult>;
+  restore(name: string): Promise<{ name: string; restored: true; copyMs: number }>;
 }
 
 export declare class ExecStream<T extends string | Buffer = string> implements AsyncIterable<OutputChunk<T>> {

@@ -29,7 +29,7 @@ const STREAM_LOW = 1024 * 1024;
 const SESSION_KEYS = new Set([
   'profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
   'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'ttlMs', 'idleTimeoutMs',
-  'options', 'pool', 'label', 'caller',
+  'options', 'pool', 'label', 'caller', 'publish',
 ]);
 
 /* The variables of the caller's environment fluebox reads to find the
@@ -89,7 +89,7 @@ function sessionParams(opts) {
   for (const k of LIMIT_KEYS) if (opts[k] !== undefined) limits[k] = opts[k];
   if (limits.timeoutMs !== undefined) limits.timeoutMs = ceilMs(limits.timeoutMs, 'timeoutMs');
   if (Object.keys(limits).length) p.limits = limits;
-  for (const k of ['profile', 'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'options', 'pool', 'label']) {
+  for (const k of ['profile', 'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'options', 'pool', 'label', 'publish']) {
     if (opts[k] !== undefined) p[k] = opts[k];
   }
   // By default the session's exec finds the python3, node, npm this
@@ -473,6 +473,38 @@ class Session {
 
   /** Discards the changes: /workspace shows the host directory again. */
   async reset() { return this._req('workspace.reset', {}); }
+
+  /**
+   * Publishes a port of the session on the host's loopback: a server started
+   * inside on `port` is reached at the result's `url` (127.0.0.1:hostPort;
+   * a free port unless `hostPort`). Only this uid may connect unless
+   * `anyUid: true`. Resolves with { port, hostPort, host, url, anyUid }.
+   */
+  async publish(port, opts = {}) {
+    checkKeys(opts, new Set(['hostPort', 'anyUid']), 'publish');
+    return this._req('session.publish', { port, ...opts });
+  }
+
+  /** Closes a published port's listener and its connections. */
+  async unpublish(port) { await this._req('session.unpublish', { port }); }
+
+  /**
+   * A new session with this one's parameters whose workspace layer (the
+   * copy-on-write layer, or a tmpfs /workspace), home and /tmp start as
+   * copies of this one's; running processes are not copied. Resolves with
+   * the new Session (its createInfo has forkedFrom and copyMs).
+   */
+  async fork(opts = {}) {
+    checkKeys(opts, new Set(['label']), 'fork');
+    const info = await this._req('session.fork', { ...opts });
+    return new Session(this.fluebox, info.session, info);
+  }
+
+  /** Saves the copy-on-write layer as `name` (cow sessions). */
+  async snapshot(name) { return this._req('session.snapshot', { name }); }
+
+  /** Puts the workspace back as it was at snapshot `name`. */
+  async restore(name) { return this._req('session.restore', { name }); }
 }
 
 class ExecStream {

@@ -378,6 +378,50 @@ class FlueboxSandbox {
     const p = this.resolvePath(path);
     await this._call('rm', (s) => s.rm(p, { recursive: !!opts.recursive, force: !!opts.force }));
   }
+
+  // ---- beyond Flue's verbs: what an agent's tools may want of fluebox ----
+
+  /** Makes a server the agent started inside on `port` reachable from the
+   * host: resolves with { url, hostPort, ... } (127.0.0.1; only this uid may
+   * connect unless anyUid). */
+  publish(port, options) {
+    const opts = onlyKeys('publish', options, ['anyUid']);
+    return this._call('publish', (s) => s.publish(port, opts.anyUid ? { anyUid: true } : {}));
+  }
+
+  unpublish(port) {
+    return this._call('unpublish', (s) => s.unpublish(port));
+  }
+
+  /** A second sandbox that starts as a copy of this one's files (its
+   * workspace when it is in memory, or a copy-on-write one; home; /tmp),
+   * without its running processes; the two then diverge. */
+  async fork(options) {
+    const opts = options || {};
+    const s2 = await this._call('fork', (s) => s.fork({ label: this.label }));
+    const f = new FlueboxSandbox({
+      getClient: this._getClient,
+      sessionOpts: this._sessionOpts,
+      workspace: this.workspace,
+      cwd: this.cwd,
+      shell: this._shellOpt,
+      reuse: false,
+      id: opts.id || `${this.id}-fork-${s2.id}`,
+      label: this.label,
+    });
+    f._session = s2;
+    return f;
+  }
+
+  /** Copy-on-write sandboxes (cow: true): save the workspace layer as
+   * `name`, and put it back. */
+  snapshot(name) {
+    return this._call('snapshot', (s) => s.snapshot(name));
+  }
+
+  restore(name) {
+    return this._call('restore', (s) => s.restore(name));
+  }
 }
 
 /** For tests and applications: stops every shared client (and the private
