@@ -53,6 +53,11 @@ if wait_for 15 curl_as "$FB_AS" -f "http://127.0.0.1:$HP/index.html" -o /dev/nul
 else
   fail "curl reaches http.server inside (network none)" "$(curl_as "$FB_AS" "http://127.0.0.1:$HP/" 2>&1)"
 fi
+# The listener is on 127.0.0.1 only: another loopback address of the host
+# (127.0.0.2, same interface) does not answer on that port.
+out=$(curl_as "$FB_AS" "http://127.0.0.2:$HP/index.html" 2>&1)
+case "$out" in *"hello from"*) fail "the published port is bound to 127.0.0.1 only" "$out";;
+  *) ok "the published port is bound to 127.0.0.1 only";; esac
 # A large answer arrives whole (both directions of the relay, backpressure).
 run_fb exec --socket "$SOCK" "$ID" -- sh -c 'head -c 20000000 /dev/urandom > /tmp/www/big.bin; sha256sum < /tmp/www/big.bin'
 want=${OUT%% *}

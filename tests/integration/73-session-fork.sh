@@ -39,6 +39,11 @@ x "$B" -- sh -c 'ps -eo args | grep -c "^sleep 300" || true'
 [ "$OUT" = 0 ] && ok "running processes are not copied" || fail "running processes are not copied" "$OUT"
 x "$A" -- sh -c 'ps -eo args | grep -c "^sleep 300" || true'
 [ "$OUT" = 1 ] && ok "the original keeps its processes" || fail "the original keeps its processes" "$OUT"
+# The original's later writes to files the fork has too stay the original's
+# (nothing is shared: not the workspace, the home or /tmp).
+x "$A" -- sh -c 'echo "int later;" > src/main.c; echo changed > ~/.token; echo changed > /tmp/t.txt'
+expect_out "the fork does not see the original's later writes" "int main; secret scratch" \
+  exec --socket "$SOCK" "$B" -- sh -c 'echo $(cat src/main.c ~/.token /tmp/t.txt)'
 # They diverge, and both keep working.
 x "$A" -- sh -c 'echo "from A" > src/main.c; echo a-only > a.txt'
 x "$B" -- sh -c 'echo "from B" > src/main.c; echo b-only > b.txt'

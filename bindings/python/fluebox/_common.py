@@ -200,12 +200,15 @@ def session_params(
     pool: Optional[bool] = None,
     label: Optional[str] = None,
     caller: Union[bool, Mapping[str, Any], None] = True,
+    publish: Optional[Sequence[Union[int, str, Mapping[str, Any]]]] = None,
 ) -> Dict[str, Any]:
     """session.create parameters. Durations are in seconds (``timeout`` is the
     default timeout of each exec; ``ttl`` and ``idle_timeout`` the session's).
     ``caller``: whose python3, node, npm the session's exec finds: True (the
     default) this process's (see caller_of), a mapping {"path", "cwd", "env"}
-    to give them, False or None for the system's only."""
+    to give them, False or None for the system's only. ``publish``: ports to
+    publish as the session starts, each 3000, "8080:3000" or {"port",
+    "hostPort", "anyUid"} (docs/protocol.md, session.publish)."""
     p: Dict[str, Any] = {}
     lim: Dict[str, Any] = dict(limits or {})
     for k, wire in _LIMIT_KEYS.items():
@@ -247,6 +250,18 @@ def session_params(
         p["caller"] = caller_of()
     elif caller:
         p["caller"] = dict(caller)
+    if publish is not None:
+        p["publish"] = [dict(x) if isinstance(x, Mapping) else x for x in publish]
+    return p
+
+
+def publish_params(port: int, host_port: Optional[int], any_uid: bool) -> Dict[str, Any]:
+    """session.publish parameters (the session's id is added by the caller)."""
+    p: Dict[str, Any] = {"port": port}
+    if host_port is not None:
+        p["hostPort"] = host_port
+    if any_uid:
+        p["anyUid"] = True
     return p
 
 

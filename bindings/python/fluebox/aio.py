@@ -510,6 +510,25 @@ class AsyncSession:
     async def reset(self) -> Dict[str, Any]:
         return await self._req("workspace.reset")
 
+    async def publish(self, port: int, *, host_port: Optional[int] = None,
+                      any_uid: bool = False) -> Dict[str, Any]:
+        """As Session.publish."""
+        return await self._req("session.publish", **C.publish_params(port, host_port, any_uid))
+
+    async def unpublish(self, port: int) -> None:
+        await self._req("session.unpublish", port=port)
+
+    async def fork(self, *, label: Optional[str] = None) -> "AsyncSession":
+        """As Session.fork."""
+        info = await self._req("session.fork", **({"label": label} if label is not None else {}))
+        return AsyncSession(self.fluebox, info["session"], info)
+
+    async def snapshot(self, name: str) -> Dict[str, Any]:
+        return await self._req("session.snapshot", name=name)
+
+    async def restore(self, name: str) -> Dict[str, Any]:
+        return await self._req("session.restore", name=name)
+
 
 def _consume(fut: "asyncio.Future[Any]") -> None:
     if not fut.cancelled():

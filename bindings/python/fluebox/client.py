@@ -314,8 +314,9 @@ class Fluebox:
         """Creates a session. Keyword arguments: memory, cpus, pids, disk,
         nofile, fsize, timeout (default per exec, seconds), limits, network,
         allow_net, workspace, cow, cwd, env, ttl, idle_timeout (seconds),
-        options (extra `fluebox run` flags), pool, label, caller (whose
-        python3/node/npm exec finds: this process's by default)."""
+        options (extra `fluebox run` flags), pool, label, publish (ports to
+        publish at once), caller (whose python3/node/npm exec finds: this
+        process's by default)."""
         info = self.request("session.create", C.session_params(profile, **options))
         return Session(self, info["session"], info)
 
@@ -552,6 +553,37 @@ class Session:
     def reset(self) -> Dict[str, Any]:
         """Discards the changes: /workspace shows the host directory again."""
         return self._req("workspace.reset")
+
+    # -- published ports, fork and snapshots (docs/protocol.md 4.17, 4.18) --
+
+    def publish(self, port: int, *, host_port: Optional[int] = None,
+                any_uid: bool = False) -> Dict[str, Any]:
+        """Makes a server started inside on ``port`` reachable from the host:
+        returns {"port", "hostPort", "host": "127.0.0.1", "url", "anyUid"}.
+        Only this uid may connect unless ``any_uid``; ``host_port``: a given
+        host port instead of a free one."""
+        return self._req("session.publish", **C.publish_params(port, host_port, any_uid))
+
+    def unpublish(self, port: int) -> None:
+        """Closes the host listener of ``port`` and the connections it relays."""
+        self._req("session.unpublish", port=port)
+
+    def fork(self, *, label: Optional[str] = None) -> "Session":
+        """A new session whose workspace layer, home and /tmp start as copies
+        of this one's (running processes are not copied). Its create_info
+        has "forkedFrom" and "copyMs". ``label``: the new session's (default:
+        this one's)."""
+        info = self._req("session.fork", **({"label": label} if label is not None else {}))
+        return Session(self.fluebox, info["session"], info)
+
+    def snapshot(self, name: str) -> Dict[str, Any]:
+        """Saves the copy-on-write layer (sessions created with ``cow=True``)
+        as ``name``: {"name", "bytes", "entries", "createdAt", "copyMs"}."""
+        return self._req("session.snapshot", name=name)
+
+    def restore(self, name: str) -> Dict[str, Any]:
+        """Puts /workspace back as it was at snapshot ``name``."""
+        return self._req("session.restore", name=name)
 
 
 class ExecStream:
