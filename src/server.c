@@ -156,6 +156,8 @@ static int next_timeout_ms(struct srv *srv)
         best = srv->pool_retry_ns;
     if (srv->listen_paused_until && srv->listen_paused_until < best)
         best = srv->listen_paused_until;
+    if (srv->ports_paused_until && srv->ports_paused_until < best)
+        best = srv->ports_paused_until;
     if (best == UINT64_MAX)
         return -1;
     if (best <= now)
@@ -201,6 +203,10 @@ static void run_timers(struct srv *srv)
     if (srv->listen_paused_until && now >= srv->listen_paused_until) {
         srv->listen_paused_until = 0;
         w_set(srv, &srv->wlisten, EPOLLIN);
+    }
+    if (srv->ports_paused_until && now >= srv->ports_paused_until) {
+        srv->ports_paused_until = 0;
+        ports_resume(srv);
     }
     if (srv->pool_retry_ns && now >= srv->pool_retry_ns) {
         srv->pool_retry_ns = 0;

@@ -214,6 +214,7 @@ struct srv {
     pthread_mutex_t ws_mu;     /* guards ws_done */
     struct wsjob *ws_done;     /* finished workspace operations (server_ws.c) */
     uint64_t listen_paused_until;
+    uint64_t ports_paused_until; /* published ports out of descriptors (server_port.c) */
     int lock_fd;
     int ready_fd;
     bool exit_with_parent;
@@ -365,6 +366,7 @@ int ports_publish_all(struct sess *ss, json_t *list, struct proto_err *e);
 int port_spec_parse(json_t *v, const char *param, int *port, int *host_port, bool *any_uid,
                     struct proto_err *e);
 void ports_start(struct sess *ss);             /* the session is ready: accept */
+void ports_resume(struct srv *srv);            /* ports_paused_until has come */
 void ports_close(struct sess *ss);             /* close every listener and relay */
 json_t *ports_json(struct sess *ss);           /* session.info's "ports" */
 

@@ -325,9 +325,12 @@ void on_port(struct pub *p)
         int fd = accept4(p->w.fd, (struct sockaddr *)&peer, &pl, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                /* Until a relay of this session ends (relay_free). */
-                if (ss->relays)
-                    w_set(srv, &p->w, 0);
+                /* Out of descriptors: a listener that stays readable would
+                 * spin. Paused until a relay of this session ends
+                 * (relay_free) or for a moment (ports_resume). */
+                w_set(srv, &p->w, 0);
+                if (!srv->ports_paused_until)
+                    srv->ports_paused_until = now_ns() + 100000000ull;
             }
             return;
         }
@@ -516,6 +519,13 @@ void ports_start(struct sess *ss)
     for (struct pub *p = ss->pubs; p; p = p->next)
         if (!p->dead && p->w.fd >= 0)
             w_set(ss->srv, &p->w, EPOLLIN);
+}
+
+void ports_resume(struct srv *srv)
+{
+    for (struct sess *ss = srv->sesss; ss; ss = ss->next)
+        if (!ss->dead && !ss->dying && ss->s->state == SESS_READY)
+            ports_start(ss);
 }
 
 int ports_publish_all(struct sess *ss, json_t *list, struct proto_err *e)
