@@ -15,14 +15,11 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 /* Signals the supervisor forwards to the command. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
@@ -32,20 +29,6 @@ __attribute__((weak, noreturn)) void sinit_main(const struct fb_policy *p, int c
     (void)p;
     ctl_sendf(ctl, FB_MSG_ERR, FB_EXIT_SETUP, "sessions are not built into this fluebox");
     _exit(FB_EXIT_SETUP);
-}
-
-/* A line on stderr without stdio: in a vfork child, dprintf's buffer would
- * be malloc'ed from init's heap, which it shares. */
-static void say(const char *fmt, ...)
-{
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    fb_write_all(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 void init_exec_child(const struct fb_policy *p, char **argv, char **env, const char *cwd,
@@ -59,7 +42,7 @@ void init_exec_child(const struct fb_policy *p, char **argv, char **env, const c
     setpgid(0, 0);
     if (cwd && chdir(cwd) < 0) {
         int e = errno;
-        say("fluebox: cannot enter %s: %s\n", cwd, strerror(e));
+        dprintf(2, "fluebox: cannot enter %s: %s\n", cwd, strerror(e));
         if (report_fd >= 0)
             ctl_sendf(report_fd, FB_MSG_EXEC_ERR, FB_EXIT_NOTFOUND, "cannot enter %s: %s", cwd,
                       strerror(e));
@@ -72,7 +55,7 @@ void init_exec_child(const struct fb_policy *p, char **argv, char **env, const c
     harden_exec(p, argv, env, &code);
     int e = errno;
     const char *why = code == FB_EXIT_NOTFOUND && e == ENOENT ? "command not found" : strerror(e);
-    say("fluebox: %s: %s\n", argv[0], why);
+    dprintf(2, "fluebox: %s: %s\n", argv[0], why);
     if (report_fd >= 0)
         ctl_sendf(report_fd, FB_MSG_EXEC_ERR, code, "%s: %s", argv[0], why);
     _exit(code);
@@ -150,15 +133,10 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
     char **env = harden_build_env(p);
     if (ctl_sendf(ctl, FB_MSG_READY, 0, "ready") < 0)
         _exit(FB_EXIT_SETUP);
-    /* vfork: the command shares our memory until it execs (init waits),
-     * which spares copying init's page tables and the faults of touching
-     * them; init_exec_child only makes system calls and writes its own
-     * stack, and every signal stays blocked until it has reset them all to
-     * their defaults, so nothing of ours runs in it. A profile that denies
-     * vfork but not fork gets fork. */
-    pid_t cmd = vfork();
-    if (cmd < 0 && errno != EAGAIN && errno != ENOMEM)
-        cmd = fork();
+    /* fork, not vfork: the filters are loaded, and a profile may deny vfork
+     * (even with "kill"), which --seccomp-log would also count against the
+     * command. */
+    pid_t cmd = fork();
     if (cmd < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "fork");
         fail(ctl, &err);

@@ -168,4 +168,18 @@ run_fb profile check "$T/p/net.json"
 mk allow.json '{"extends": "standard", "network": {"mode": "allow", "allow": ["*.example.org:443", "pypi.org"]}}'
 run_fb profile show "$T/p/allow.json"
 has "network.allow in the effective policy" '"*.example.org:443"'
+# --- what fluebox's own init calls is not the command's ---------------------------------
+# A profile may kill vfork (python and posix_spawn use it): init starts the
+# command with fork, so the run works and --seccomp-log counts no denial.
+mk novfork.json '{"extends": "standard", "seccomp": {"rules": [{"names": ["vfork"], "action": "kill"}]}}'
+run_fb run --profile "$T/p/novfork.json" -- echo started
+[ "$RC/$OUT" = "0/started" ] && ok "a profile that kills vfork still starts the command" || fail "profile killing vfork" "rc $RC: $OUT $ERR"
+mk novfork2.json '{"extends": "standard", "seccomp": {"rules": [{"names": ["vfork"], "action": "errno(EPERM)"}]}}'
+rm -f "$T/rep.json"
+run_fb run --profile "$T/p/novfork2.json" --seccomp-log --report "$T/rep.json" -- true
+python3 - "$T/rep.json" <<'EOF' && ok "--seccomp-log: no denial of fluebox's own init in the report" || fail "--seccomp-log counts init's calls" "$(head -c 600 "$T/rep.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["exit_code"] == 0 and r["seccomp"]["denied"] == [], r["seccomp"]
+EOF
 no_leftovers "no leftovers after profile files"
