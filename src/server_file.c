@@ -116,7 +116,7 @@ void on_bulk_pipe(struct op *o)
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
                 return;
             if (n <= 0)
-                break; /* the helper is gone: init's reply says why */
+                break; /* init ended the transfer: its reply says why */
             buf_consume(&o->data, (size_t)n);
             op_mem_sync(o);
         }
@@ -340,9 +340,9 @@ static int fop_params(struct srv *srv, enum fop fop, json_t *params, struct sess
 
 void file_timed_out(struct op *o)
 {
-    /* Whatever serves it in the session (a helper process of init's, which
-     * code in the session could have stopped) is killed; init answers no
-     * more for this tag. */
+    /* Init stops whatever it does for it (a transfer, a removal) and
+     * answers no more for this tag (an answer that crossed this is
+     * dropped: the op is gone). */
     if (o->ss)
         sess_send(o->ss,
                   json_pack("{s:s, s:I, s:I, s:i}", "op", "kill", "t", (json_int_t)0, "target",

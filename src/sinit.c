@@ -20,14 +20,17 @@
  *   bulk     file contents over SREC_INLINE and big listings go through
  *            the server's pipe, moved by init itself a chunk at a time when
  *            the pipe is ready (see "bulk transfers"): code in the session
- *            cannot stop init as it could a helper. Recursive removal runs
- *            in a forked helper (the server's deadline bounds it).
+ *            cannot stop init as it could a helper. A recursive removal is
+ *            done the same way, a few hundred entries per turn of the loop
+ *            (rmtree.c); the server's deadline (--file-timeout) bounds all
+ *            of them.
  *
  * init also reaps every orphan. If the server goes away (EOF on the control
  * socket) init exits, which kills everything in the sandbox. */
 #include "init.h"
 
 #include "ctl.h"
+#include "rmtree.h"
 #include "safeopen.h"
 #include "session.h"
 
@@ -45,7 +48,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-enum job_kind { J_EXEC, J_READ, J_WRITE, J_RM, J_LIST };
+enum job_kind { J_EXEC, J_READ, J_WRITE, J_LIST };
 
 struct job {
     pid_t pid;
@@ -249,24 +252,6 @@ static int mkdir_parents(const char *path)
 static pid_t raw_fork(void)
 {
     return (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
-}
-
-/* Fork a helper (recursive removal). It needs no descriptor (not the
- * control socket, not the transfers' pipes, whose end it would hold open),
- * and exits with 0 or an errno value. */
-static pid_t helper_fork(void)
-{
-    pid_t pid = raw_fork();
-    if (pid == 0) {
-        syscall(SYS_close_range, 3, ~0U, 0);
-        signal(SIGPIPE, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        /* A helper blocked on a pipe must die with the sandbox as well as
-         * when init does (it does: the pid namespace goes). */
-    }
-    return pid;
 }
 
 /* ---- bulk transfers ----
@@ -846,37 +831,51 @@ static void op_mkdir(int64_t tag, json_t *h)
 
 /* Remove name under dirfd, depth first, never following symlinks and never
  * descending into another filesystem (a mount point answers EBUSY). */
-static int rm_tree(int dfd, const char *name, dev_t dev)
+/* Recursive removals under way: init does them a few hundred entries per
+ * turn of its loop (rmtree.c), between its other work, so code in the
+ * session can no more hold one up than it can stop init. */
+struct rmjob {
+    int64_t tag;
+    struct rmtree *t;
+    struct rmjob *next;
+};
+
+static struct rmjob *rmjobs;
+
+#define RM_STEP 256
+
+static void rm_run(void)
 {
-    struct stat st;
-    if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-        return errno;
-    if (!S_ISDIR(st.st_mode))
-        return unlinkat(dfd, name, 0) < 0 ? errno : 0;
-    if (st.st_dev != dev)
-        return EBUSY;
-    int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return errno;
-    DIR *d = fdopendir(fd);
-    if (!d) {
-        int e = errno;
-        close(fd);
-        return e;
-    }
-    int first = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+    for (struct rmjob **pp = &rmjobs; *pp;) {
+        struct rmjob *j = *pp;
+        if (!rmtree_step(j->t, RM_STEP)) {
+            pp = &j->next;
             continue;
-        int e = rm_tree(dirfd(d), de->d_name, dev);
-        if (e && !first)
-            first = e;
+        }
+        *pp = j->next;
+        int e = rmtree_free(j->t);
+        if (e)
+            reply_errno(j->tag, e);
+        else
+            reply_ok(j->tag, json_pack("{s:b}", "removed", 1), NULL, 0);
+        free(j);
     }
-    closedir(d);
-    if (first)
-        return first;
-    return unlinkat(dfd, name, AT_REMOVEDIR) < 0 ? errno : 0;
+}
+
+/* The server's "kill" for a removal whose deadline passed: what is
+ * removed stays removed, the rest stays. */
+static bool rm_cancel(int64_t tag)
+{
+    for (struct rmjob **pp = &rmjobs; *pp; pp = &(*pp)->next) {
+        if ((*pp)->tag == tag) {
+            struct rmjob *j = *pp;
+            *pp = j->next;
+            rmtree_free(j->t);
+            free(j);
+            return true;
+        }
+    }
+    return false;
 }
 
 static void op_rm(int64_t tag, json_t *h)
@@ -898,12 +897,13 @@ static void op_rm(int64_t tag, json_t *h)
     }
     if (!hbool(h, "recursive"))
         return reply_errno(tag, EISDIR);
-    pid_t pid = helper_fork();
-    if (pid < 0)
-        return reply_errno(tag, errno);
-    if (pid == 0)
-        _exit(rm_tree(AT_FDCWD, path, st.st_dev));
-    job_add(pid, tag, J_RM, 0);
+    int e;
+    struct rmtree *t = rmtree_start(path, st.st_dev, &e);
+    if (!t)
+        return reply_errno(tag, e);
+    struct rmjob *j = fb_xcalloc(1, sizeof *j);
+    *j = (struct rmjob){tag, t, rmjobs};
+    rmjobs = j;
 }
 
 static void op_rename(int64_t tag, json_t *h)
@@ -1010,7 +1010,7 @@ static void op_kill(json_t *h)
         return;
     }
     /* A file operation whose deadline passed at the server. */
-    if (xfer_cancel(target))
+    if (xfer_cancel(target) || rm_cancel(target))
         return;
     for (size_t i = 0; i < njobs; i++)
         if (jobs[i].tag == target && jobs[i].kind != J_EXEC)
@@ -1058,28 +1058,16 @@ static void reap(void)
         if (!j)
             continue; /* an orphan */
         int64_t tag = j->tag;
-        int e = WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
         switch (j->kind) {
         case J_EXEC:
             send_rec(json_pack("{s:s, s:I, s:i}", "op", "exit", "t", (json_int_t)tag, "status",
                                status),
                      NULL, 0);
             break;
-        case J_WRITE:
-            if (e)
-                reply_errno(tag, e);
-            else
-                reply_ok(tag, json_pack("{s:I}", "bytesWritten", (json_int_t)j->bytes), NULL, 0);
-            break;
-        case J_RM:
-            if (e)
-                reply_errno(tag, e);
-            else
-                reply_ok(tag, json_pack("{s:b}", "removed", 1), NULL, 0);
-            break;
         case J_READ:
+        case J_WRITE:
         case J_LIST:
-            break; /* answered already; the server sees the pipe's end */
+            break; /* transfers are init's own work (xfer), not processes */
         }
         job_del(j);
     }
@@ -1130,13 +1118,15 @@ void sinit_main(const struct fb_policy *p, int ctl)
         pf[0] = (struct pollfd){ctl, POLLIN, 0};
         pf[1] = (struct pollfd){sfd, POLLIN, 0};
         size_t n = 2 + xfer_pollfds(pf + 2);
-        if (poll(pf, n, -1) < 0) {
+        /* A removal under way: look, do not wait. */
+        if (poll(pf, n, rmjobs ? 0 : -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(FB_EXIT_SETUP);
         }
         if (n > 2)
             xfer_run(); /* each moves what it can without waiting */
+        rm_run();
         if (pf[1].revents) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)

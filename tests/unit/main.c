@@ -11,6 +11,7 @@ int main(void)
     unit_oci();
     unit_commit();
     unit_safeopen();
+    unit_rmtree();
     unit_json_text();
     printf("# end of suite\n");
     return 0;

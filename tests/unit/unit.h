@@ -20,5 +20,6 @@ void unit_server(void);
 void unit_oci(void);
 void unit_commit(void);
 void unit_safeopen(void);
+void unit_rmtree(void);
 void unit_json_text(void);
 #endif
