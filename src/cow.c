@@ -524,7 +524,9 @@ int cow_mount_child_seeded(const struct fb_policy *p, int lower_tree, int upper_
     if (sfd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "copy-on-write: opening the upper storage");
     if (!upper_has_user_xattrs(sfd)) {
-        if (upper_tree >= 0)
+        /* Without --cow-upper the layer is the scratch tmpfs (or one of its
+         * own): say it is tmpfs, and what to give instead. */
+        if (p->cow_upper)
             return fb_errf(err, FB_EXIT_SETUP,
                            "copy-on-write: --cow-upper: its file system cannot hold user extended "
                            "attributes, which the overlay needs; use a directory on one that can "

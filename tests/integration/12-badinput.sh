@@ -63,11 +63,15 @@ if command -v unshare >/dev/null; then
   full_check "full disk: --report fails (125), the old report is intact" --report keep.json
   full_run run --report "$T/full/new.json" -- true
   full_check "full disk: --report fails (125), no empty or partial file" --report new.json
-  full_run run --workspace "$T/fullws" --cow --changes "$T/full/keep.json" -- sh -c 'seq 1 20000 > big'
-  full_check "full disk: --changes fails (125), the old file is intact" --changes keep.json
-  full_run run --workspace "$T/fullws" --cow --changes "$T/full/c.patch" -- sh -c 'seq 1 20000 > big'
-  full_check "full disk: --changes (a patch) fails (125), no partial file" --changes c.patch
-  [ "$(cat "$T/fullws/big" | wc -l)" = 100 ] && ok "full disk: the workspace is untouched" || fail "full disk: the workspace is untouched"
+  if cow_needs_upper; then
+    skip "full disk: --changes is written whole or not at all" "tmpfs on this kernel has no user xattrs (Linux < 6.6): --cow needs --cow-upper here (93-cow-upper, tests/vm)"
+  else
+    full_run run --workspace "$T/fullws" --cow --changes "$T/full/keep.json" -- sh -c 'seq 1 20000 > big'
+    full_check "full disk: --changes fails (125), the old file is intact" --changes keep.json
+    full_run run --workspace "$T/fullws" --cow --changes "$T/full/c.patch" -- sh -c 'seq 1 20000 > big'
+    full_check "full disk: --changes (a patch) fails (125), no partial file" --changes c.patch
+    [ "$(cat "$T/fullws/big" | wc -l)" = 100 ] && ok "full disk: the workspace is untouched" || fail "full disk: the workspace is untouched"
+  fi
 fi
 
 no_leftovers "bad input leaves nothing behind"
