@@ -24,6 +24,8 @@
     X("session.restore", m_workspace, SCOPE_LIVE, 0)                  \
     X("exec", m_exec, SCOPE_LIVE, 0)                                  \
     X("exec.kill", m_exec_kill, SCOPE_LIVE, 0)                        \
+    X("exec.write", m_exec_write, SCOPE_LIVE, 0)                      \
+    X("exec.closeStdin", m_exec_close_stdin, SCOPE_LIVE, 0)           \
     X("file.read", m_file, SCOPE_LIVE, F_READ)                        \
     X("file.write", m_file, SCOPE_LIVE, F_WRITE)                      \
     X("file.stat", m_file, SCOPE_LIVE, F_STAT)                        \

@@ -178,6 +178,12 @@ struct op {
     struct xstream xs[2];
     struct watch win;
     struct fb_buf inbuf;
+    /* streaming stdin (server_stdin.c) */
+    bool stdin_open;     /* started with stdinOpen: the pipe stays after inbuf */
+    bool stdin_closing;  /* exec.closeStdin: close once inbuf is written */
+    bool stdin_broken;   /* the pipe is gone (EPIPE, the exec ended) */
+    uint64_t in_queued, in_written; /* bytes ever put in inbuf / into the pipe */
+    struct stdin_wait *stdin_waits; /* exec.write/closeStdin requests to answer */
     int64_t max_out;
     uint64_t start_ns, end_ns, deadline_ns, grace_ns;
     /* create */
@@ -286,7 +292,7 @@ int handle_line(struct conn *c, const char *line, size_t len);
 /* The handlers (the table lists them, methods.h). */
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
     m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel, m_session_publish,
-    m_session_unpublish, m_session_fork;
+    m_session_unpublish, m_session_fork, m_exec_write, m_exec_close_stdin;
 
 /* ---- ops (server_sess.c) ---- */
 struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);
@@ -339,6 +345,14 @@ void exec_kill(struct op *o, int sig);
 int exec_pause(struct op *o, bool pause);
 void exec_maybe_finish(struct op *o, bool force);
 void on_exec_pipe(struct op *o, int sub);
+/* The exec of ss named xid (running or not), or NULL. */
+struct op *exec_by_id(struct sess *ss, const char *xid);
+/* ---- server_stdin.c ---- */
+/* Answer the exec.write / exec.closeStdin requests the pipe has taken
+ * (closed: the pipe is closed now; what it did not take gets EPIPE). */
+void stdin_progress(struct op *o, bool closed);
+void stdin_forget(struct op *o);               /* the exec is ending */
+
 /* A record from init about an exec ("started", "exit", "reply"). */
 void on_exec_record(struct op *o, const char *opn, json_t *h);
 

@@ -202,18 +202,29 @@ void on_exec_pipe(struct op *o, int sub)
             ssize_t n = write(o->win.fd, buf_head(&o->inbuf), buf_pending(&o->inbuf));
             if (n < 0 && errno == EINTR)
                 continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+                stdin_progress(o, false);
                 return;
+            }
             if (n <= 0) {
                 buf_reset(&o->inbuf);
+                o->stdin_broken = true;
                 break;
             }
             buf_consume(&o->inbuf, (size_t)n);
+            o->in_written += (uint64_t)n;
             op_mem_sync(o);
+        }
+        if (o->stdin_open && !o->stdin_closing && !o->stdin_broken) {
+            /* Kept open for exec.write: nothing to wait for until then. */
+            stdin_progress(o, false);
+            w_set(o->srv, &o->win, 0);
+            return;
         }
         buf_free(&o->inbuf);
         op_mem_sync(o);
         w_close(o->srv, &o->win);
+        stdin_progress(o, true);
         return;
     }
     struct xstream *x = &o->xs[sub];
@@ -277,7 +288,7 @@ static bool exec_id_ok(const char *s)
     return true;
 }
 
-static struct op *exec_by_id(struct sess *ss, const char *xid)
+struct op *exec_by_id(struct sess *ss, const char *xid)
 {
     for (struct op *o = ss->ops; o; o = o->snext)
         if (o->kind == OP_EXEC && !o->dead && !strcmp(o->exec_id, xid))
@@ -291,6 +302,7 @@ struct xreq {
     const char *command, *cwd, *xid;
     int64_t timeout, maxout;
     bool stream, b64;
+    bool stdin_open;  /* stdinOpen: exec.write feeds it (server_stdin.c) */
     struct fb_buf in; /* stdin, decoded */
 };
 
@@ -311,6 +323,7 @@ static int exec_params(struct sess *ss, json_t *params, struct xreq *x, struct p
         pget_int(params, "maxOutputBytes", &x->maxout, srv->lim.max_output, 0, INT64_MAX, e) < 0 ||
         pget_str(params, "execId", &x->xid, NULL, false, 64, e) < 0 ||
         pget_bool(params, "stream", &x->stream, false, e) < 0 ||
+        pget_bool(params, "stdinOpen", &x->stdin_open, false, e) < 0 ||
         pget_encoding(params, "encoding", &x->b64, e) < 0)
         return -1;
     if (!!x->argv == !!x->command)
@@ -438,7 +451,7 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
         buf_free(&x.in);
         return send_error(c, id, &e);
     }
-    bool want_stdin = buf_pending(&x.in) > 0;
+    bool want_stdin = buf_pending(&x.in) > 0 || x.stdin_open;
     /* po/pe: stdout, stderr (the server reads [0]); pi: stdin (it writes [1]). */
     int p[6] = {-1, -1, -1, -1, -1, -1};
     int *po = p, *pe = p + 2, *pi = p + 4;
@@ -464,6 +477,8 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->start_ns = now_ns();
     o->deadline_ns = x.timeout > 0 ? o->start_ns + (uint64_t)x.timeout * 1000000ull : 0;
     o->inbuf = x.in;
+    o->stdin_open = x.stdin_open;
+    o->in_queued = buf_pending(&o->inbuf);
     op_mem_sync(o);
     o->xs[0].w.fd = po[0];
     o->xs[1].w.fd = pe[0];

@@ -95,6 +95,8 @@ void op_finish(struct op *o)
     o->dead = true;
     struct conn *c = o->c;
     ws_forget_op(o);
+    if (o->kind == OP_EXEC)
+        stdin_forget(o);
     if (o->kind == OP_EXEC && o->ss && o->ss->running_execs > 0)
         o->ss->running_execs--;
     op_unlink_conn(o);

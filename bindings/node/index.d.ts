@@ -157,6 +157,8 @@ export interface ExecOptions<E extends 'utf8' | 'buffer' = 'utf8' | 'buffer'> {
   env?: Record<string, string>;
   /** Standard input, then end-of-file. */
   stdin?: string | Uint8Array;
+  /** stream(): keep stdin open after `stdin` for ExecStream.write / stdin / closeStdin. */
+  stdinOpen?: boolean;
   /** Kill the command after this long (rounded up to whole ms); exit code 124. 0 = none. */
   timeoutMs?: number;
   /** Aborting kills the command and rejects with an AbortError (cause = the reason). */
@@ -330,6 +332,12 @@ export declare class Session {
 }
 
 export declare class ExecStream<T extends string | Buffer = string> implements AsyncIterable<OutputChunk<T>> {
+  /** Streaming stdin (started with `stdinOpen: true`): resolves once the sandbox's pipe took the data. */
+  write(data: string | Buffer | Uint8Array): Promise<number>;
+  /** End of input. */
+  closeStdin(): Promise<void>;
+  /** The command's stdin as a Writable; end() closes it. */
+  readonly stdin: import('node:stream').Writable;
   readonly session: Session;
   readonly execId: string;
   /** The pid inside the sandbox, once started. */

@@ -52,7 +52,10 @@ function callerOf(env = process.env, cwd = process.cwd()) {
   return c;
 }
 const LIMIT_KEYS = ['memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs'];
-const EXEC_KEYS = new Set(['cwd', 'env', 'stdin', 'timeoutMs', 'signal', 'encoding', 'maxOutputBytes', 'execId']);
+const EXEC_KEYS = new Set(['cwd', 'env', 'stdin', 'stdinOpen', 'timeoutMs', 'signal', 'encoding', 'maxOutputBytes', 'execId']);
+// What one exec.write carries at most (the server keeps 4 MiB of stdin
+// waiting per exec and answers a request once its bytes are in the pipe).
+const STDIN_CHUNK = 256 * 1024;
 
 function checkKeys(opts, allowed, what) {
   if (opts == null) return {};
@@ -266,6 +269,7 @@ class Session {
     p.encoding = enc === 'buffer' ? 'base64' : 'utf8';
     p.execId = opts.execId || newExecId();
     if (stream) p.stream = true;
+    if (opts.stdinOpen) p.stdinOpen = true;
     return p;
   }
 
@@ -585,6 +589,39 @@ class ExecStream {
 
   /** Sends a signal (default SIGKILL) to the command's process group. */
   kill(signal) { return this.session.kill(this.execId, signal); }
+
+  /**
+   * Streaming stdin (a stream started with `stdinOpen: true`): feeds `data`
+   * (a string, as UTF-8, or bytes) to the command; resolves once the
+   * sandbox's pipe has taken it, so a command that does not read holds the
+   * writer up. Rejects with a FileSystemError (code EPIPE) when the
+   * command's stdin is closed, NotFoundError when it ended.
+   */
+  async write(data) {
+    const isStr = typeof data === 'string';
+    const buf = isStr ? Buffer.from(data, 'utf8') : toBytes(data);
+    for (let i = 0; i < buf.length || i === 0; i += STDIN_CHUNK) {
+      const part = buf.subarray(i, i + STDIN_CHUNK);
+      await this.session._req('exec.write', { execId: this.execId, data: part.toString('base64'), encoding: 'base64' });
+      if (!buf.length) break;
+    }
+    return buf.length;
+  }
+
+  /** End of input: the command reads EOF once it has read what was written. */
+  async closeStdin() { await this.session._req('exec.closeStdin', { execId: this.execId }); }
+
+  /** The command's stdin as a node:stream Writable (end() closes it). */
+  get stdin() {
+    if (!this._stdin) {
+      const { Writable } = require('node:stream');
+      this._stdin = new Writable({
+        write: (chunk, _enc, cb) => { this.write(chunk).then(() => cb(), cb); },
+        final: (cb) => { this.closeStdin().then(() => cb(), cb); },
+      });
+    }
+    return this._stdin;
+  }
 
   _wake() {
     if (this._waiter) { const w = this._waiter; this._waiter = null; w(); }

@@ -139,3 +139,55 @@ test('the Flue adapter: publish and fork', async () => {
   await f.session.destroy();
   await sb.session.destroy();
 });
+
+/** Reads stdout chunks from it (an async iterator of the stream) until acc.out has text. */
+async function readUntil(it, text, acc) {
+  while (!acc.out.includes(text)) {
+    const { value, done } = await it.next();
+    if (done) throw new Error(`ended before ${JSON.stringify(text)}: ${JSON.stringify(acc.out)}`);
+    if (value.stream === 'stdout') acc.out += value.data;
+  }
+}
+
+test('streaming stdin: a REPL fed line by line answers each line before the next is sent', async () => {
+  const s = await fb.createSession();
+  try {
+    const st = s.stream(['python3', '-q', '-u', '-i'], { stdinOpen: true });
+    const it = st[Symbol.asyncIterator]();
+    const acc = { out: '' };
+    await st.write('x = 6 * 7\nprint(x)\n');
+    await readUntil(it, '42\n', acc);
+    st.stdin.write('print(x + 1)\n');
+    await readUntil(it, '43\n', acc);
+    await new Promise((resolve, reject) => st.stdin.end(Buffer.from("print('end')\n"), (e) => (e ? reject(e) : resolve())));
+    for (;;) {
+      const { value, done } = await it.next();
+      if (done) break;
+      if (value.stream === 'stdout') acc.out += value.data;
+    }
+    assert.equal((await st.result).exitCode, 0);
+    assert.equal(acc.out, '42\n43\nend\n');
+    // The command ended: nothing to write to.
+    await assert.rejects(st.write('more'), (e) => e.code === 'not_found');
+  } finally {
+    await s.destroy();
+  }
+});
+
+test('streaming stdin: a command that closed its stdin gives EPIPE; a stream without stdinOpen refuses', async () => {
+  const s = await fb.createSession();
+  try {
+    const st = s.stream('exec <&-; echo closed; sleep 60', { stdinOpen: true });
+    const it = st[Symbol.asyncIterator]();
+    await readUntil(it, 'closed\n', { out: '' });
+    await assert.rejects(st.write('x\n'), (e) => e.code === 'EPIPE');
+    await st.kill();
+    await st.result;
+    const plain = s.stream('sleep 60');
+    await assert.rejects(plain.write('x'), (e) => e.code === 'invalid_params');
+    await plain.kill();
+    await plain.result;
+  } finally {
+    await s.destroy();
+  }
+});

@@ -302,6 +302,7 @@ def exec_params(
     max_output_bytes: Optional[int] = None,
     exec_id: Optional[str] = None,
     stream: bool = False,
+    stdin_open: bool = False,
 ) -> Dict[str, Any]:
     p: Dict[str, Any] = {}
     if isinstance(command, str):
@@ -330,7 +331,22 @@ def exec_params(
     p["execId"] = exec_id or new_exec_id()
     if stream:
         p["stream"] = True
+    if stdin_open:
+        p["stdinOpen"] = True
     return p
+
+
+def write_params(exec_id: str, data: Data) -> Dict[str, Any]:
+    """exec.write parameters: text as UTF-8, bytes as base64."""
+    if isinstance(data, str):
+        return {"execId": exec_id, "data": data}
+    return {"execId": exec_id, "data": base64.b64encode(to_bytes(data)).decode("ascii"),
+            "encoding": "base64"}
+
+
+# What one exec.write carries at most (the server holds 4 MiB of stdin
+# waiting per exec; a request is answered once its bytes are in the pipe).
+WRITE_CHUNK = 256 * 1024
 
 
 def diff_params(format: str, diffs: bool, paths) -> Dict[str, Any]:

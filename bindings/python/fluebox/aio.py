@@ -584,6 +584,20 @@ class AsyncExecStream:
     async def kill(self, signal: Union[str, int, None] = None) -> None:
         await self.session.kill(self.exec_id, signal)
 
+    async def write(self, data: Data) -> int:
+        """As ExecStream.write (started with stdin_open=True)."""
+        n = 0
+        view = data if isinstance(data, str) else memoryview(C.to_bytes(data))
+        step = C.WRITE_CHUNK if not isinstance(data, str) else C.WRITE_CHUNK // 4
+        for i in range(0, len(view), step):
+            part = view[i:i + step]
+            await self.session._req("exec.write", **C.write_params(self.exec_id, part if isinstance(part, str) else bytes(part)))
+            n += len(part)
+        return n
+
+    async def close_stdin(self) -> None:
+        await self.session._req("exec.closeStdin", execId=self.exec_id)
+
     async def __aiter__(self) -> AsyncIterator[OutputChunk]:
         self._iterating = True
         finished = False

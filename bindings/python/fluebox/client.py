@@ -586,6 +586,42 @@ class Session:
         return self._req("session.restore", name=name)
 
 
+class StdinWriter:
+    """The stdin of a streamed command started with ``stdin_open=True``, as
+    a file: ``write(str|bytes)`` returns once the sandbox's pipe took it,
+    ``close()`` sends end-of-file. Usable with ``print(..., file=w)``."""
+
+    def __init__(self, stream: "ExecStream"):
+        self._stream = stream
+        self.closed = False
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Data) -> int:
+        if self.closed:
+            raise ValueError("write to a closed stdin")
+        return self._stream.write(data)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass  # every write is in the pipe when it returns
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._stream.close_stdin()
+
+    def __enter__(self) -> "StdinWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 class ExecStream:
     """A running, streamed command. Iterate for OutputChunk objects; then
     ``.result`` (or ``.wait()``) gives the ExecResult (with empty stdout and
@@ -636,6 +672,31 @@ class ExecStream:
 
     def kill(self, signal: Union[str, int, None] = None) -> None:
         self.session.kill(self.exec_id, signal)
+
+    # -- streaming stdin (started with stdin_open=True) --
+
+    def write(self, data: Data) -> int:
+        """Feeds ``data`` (str: UTF-8, or bytes) to the command's stdin;
+        returns once the sandbox's pipe has taken it (a command that does
+        not read holds the writer up). Raises FileSystemError (EPIPE) when
+        the command's stdin is closed."""
+        n = 0
+        view = data if isinstance(data, str) else memoryview(C.to_bytes(data))
+        step = C.WRITE_CHUNK if not isinstance(data, str) else C.WRITE_CHUNK // 4
+        for i in range(0, len(view), step):
+            part = view[i:i + step]
+            self.session._req("exec.write", **C.write_params(self.exec_id, part if isinstance(part, str) else bytes(part)))
+            n += len(part)
+        return n
+
+    def close_stdin(self) -> None:
+        """End of input: the command reads EOF once what was written is read."""
+        self.session._req("exec.closeStdin", execId=self.exec_id)
+
+    @property
+    def stdin(self) -> "StdinWriter":
+        """A file-like object (write, flush, close) over write/close_stdin."""
+        return StdinWriter(self)
 
     def __iter__(self) -> Iterator[OutputChunk]:
         self._iterating = True

@@ -140,6 +140,7 @@ _FS_BUILTIN = {
     "ENOTDIR": NotADirectoryError,
     "EACCES": PermissionError,
     "EPERM": PermissionError,
+    "EPIPE": BrokenPipeError,
 }
 _FS_CLASSES: Dict[str, type] = {}
 

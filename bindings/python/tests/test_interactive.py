@@ -11,7 +11,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from fluebox import AsyncFluebox, Fluebox, NotSupported
+from fluebox import AsyncFluebox, Fluebox, InvalidParams, NotFound, NotSupported
 
 from helpers import Server, tmpdir
 
@@ -171,6 +171,78 @@ class ForkTest(unittest.TestCase):
             shutil.rmtree(d, ignore_errors=True)
 
 
+def read_until(it, text, acc):
+    """Consume stdout chunks from the stream iterator it until acc (a list
+    of one string) contains text."""
+    while text not in acc[0]:
+        c = next(it)
+        if c.stream == "stdout":
+            acc[0] += c.data
+
+
+class StdinTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        cls.fb = Fluebox.connect(cls.srv.socket)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.fb.close()
+        cls.srv.stop()
+
+    def test_repl_fed_line_by_line(self):
+        # The interpreter answers each line before the next is written: the
+        # command runs and reads while the client feeds it.
+        with self.fb.session() as s:
+            st = s.stream(["python3", "-q", "-u", "-i"], stdin_open=True)
+            it = iter(st)
+            out = [""]
+            st.write("x = 6 * 7\nprint(x)\n")
+            read_until(it, "42\n", out)
+            with st.stdin as w:
+                print("print(x + 1)", file=w)
+                read_until(it, "43\n", out)
+                w.write(b"print('bytes', len([1, 2]))\n")
+                read_until(it, "bytes 2\n", out)
+            for _ in it:
+                pass
+            self.assertEqual(st.wait().exit_code, 0)
+            self.assertEqual(out[0], "42\n43\nbytes 2\n")
+
+    def test_closed_stdin_and_ended_command(self):
+        with self.fb.session() as s:
+            # A command that closed its stdin and runs on: EPIPE.
+            st = s.stream("exec <&-; echo closed; sleep 60", stdin_open=True)
+            it = iter(st)
+            read_until(it, "closed\n", [""])
+            with self.assertRaises(BrokenPipeError):
+                st.write("more\n")
+            st.kill()
+            st.wait()
+            # A command that ended: nothing runs to write to.
+            st = s.stream("head -n 1", stdin_open=True)
+            st.write("one\ntwo\n")
+            self.assertEqual(st.collect().stdout, "one\n")
+            with self.assertRaises(NotFound):
+                st.write("more\n")
+            # Without stdin_open there is nothing to write to.
+            plain = s.stream("sleep 5")
+            with self.assertRaises(InvalidParams):
+                plain.write("x")
+            plain.kill()
+            plain.wait()
+
+    def test_cat_round_trip_binary(self):
+        with self.fb.session() as s:
+            st = s.stream(["sh", "-c", "cat | sha256sum"], stdin_open=True)
+            blob = os.urandom(1500 * 1024)  # more than one request and a pipe's worth
+            self.assertEqual(st.write(blob), len(blob))
+            st.close_stdin()
+            import hashlib
+            self.assertEqual(st.collect().stdout.split()[0], hashlib.sha256(blob).hexdigest())
+
+
 class AsyncInteractiveTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -203,6 +275,31 @@ class AsyncInteractiveTest(unittest.TestCase):
                 await fb.close()
 
         self.assertEqual(asyncio.run(main()), "served\n")
+
+    def test_async_streaming_stdin(self):
+        async def main():
+            fb = await AsyncFluebox.connect(self.srv.socket)
+            try:
+                async with fb.session() as s:
+                    st = s.stream(["python3", "-q", "-u", "-i"], stdin_open=True)
+                    it = st.__aiter__()
+                    out = ""
+                    await st.write("print(2 ** 10)\n")
+                    while "1024\n" not in out:
+                        c = await it.__anext__()
+                        out += c.data if c.stream == "stdout" else ""
+                    await st.write(b"print('again')\n")
+                    while "again\n" not in out:
+                        c = await it.__anext__()
+                        out += c.data if c.stream == "stdout" else ""
+                    await st.close_stdin()
+                    async for c in it:
+                        out += c.data if c.stream == "stdout" else ""
+                    return out, (await st.result()).exit_code
+            finally:
+                await fb.close()
+
+        self.assertEqual(asyncio.run(main()), ("1024\nagain\n", 0))
 
 
 if __name__ == "__main__":
