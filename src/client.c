@@ -536,7 +536,7 @@ static const struct fb_opt exec_opts[] = {
     {"timeout", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_exec_timeout,
      "kill the command after this long (default: the session's)", NULL},
     {"stdin", 'i', FB_ARG_NONE, NULL, FB_OPT_ANY, set_stdin,
-     "send this process's standard input (read to the end first)", NULL},
+     "feed this process's standard input to the command as it comes", NULL},
 };
 
 int write_decoded(int fd, const char *b64, size_t n)
@@ -548,23 +548,30 @@ int write_decoded(int fd, const char *b64, size_t n)
     return r;
 }
 
-static int read_all_fd(int fd, struct fb_buf *b, size_t max)
+/* exec -i: the next piece of our stdin for the command (exec.write), or
+ * at its end exec.closeStdin. One request at a time: the next read waits
+ * for its answer, so a command that does not read holds us up. Returns 1
+ * when stdin ended (closeStdin sent), 0 after a write, -1 on error. */
+static int feed_stdin(struct cli *c, const char *sid, const char *xid, int64_t *wid,
+                      struct fb_err *err)
 {
-    char buf[65536];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            return 0;
-        if (buf_pending(b) + (size_t)n > max) {
-            errno = EFBIG;
-            return -1;
-        }
-        buf_append(b, buf, (size_t)n);
+    unsigned char buf[65536];
+    ssize_t n;
+    do
+        n = read(0, buf, sizeof buf);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    if (n <= 0) {
+        json_t *p = json_pack("{s:s, s:s}", "session", sid, "execId", xid);
+        return cli_send(c, "exec.closeStdin", p, wid, err) < 0 ? -1 : 1;
     }
+    char *b = fb_xmalloc(b64_encoded_len((size_t)n) + 1);
+    size_t bl = b64_encode(buf, (size_t)n, b);
+    json_t *p = json_pack("{s:s, s:s, s:s%, s:s}", "session", sid, "execId", xid, "data", b, bl,
+                          "encoding", "base64");
+    free(b);
+    return cli_send(c, "exec.write", p, wid, err) < 0 ? -1 : 0;
 }
 
 int cmd_exec(int argc, char **argv)
@@ -607,21 +614,8 @@ int cmd_exec(int argc, char **argv)
     if (timeout >= 0)
         json_object_set_new(params, "timeoutMs", json_integer(timeout));
     struct fb_err err = {0};
-    if (want_stdin) {
-        struct fb_buf in = {0};
-        if (read_all_fd(0, &in, 12 << 20) < 0) {
-            fb_warn("reading standard input: %s", strerror(errno));
-            buf_free(&in);
-            json_decref(params);
-            return FB_EXIT_SETUP;
-        }
-        char *b = fb_xmalloc(b64_encoded_len(buf_pending(&in)) + 1);
-        size_t bl = b64_encode((const unsigned char *)buf_head(&in), buf_pending(&in), b);
-        json_object_set_new(params, "stdin", json_stringn(b, bl));
-        json_object_set_new(params, "stdinEncoding", json_string("base64"));
-        free(b);
-        buf_free(&in);
-    }
+    if (want_stdin)
+        json_object_set_new(params, "stdinOpen", json_true());
     struct cli c;
     if (cli_connect(&c, sock, &err) < 0) {
         json_decref(params);
@@ -645,14 +639,27 @@ int cmd_exec(int argc, char **argv)
         return FB_EXIT_SETUP;
     }
     int rc = FB_EXIT_SETUP;
+    /* exec -i: stdin is fed while the command runs (one exec.write at a
+     * time; wid is the one waiting for its answer, 0 when none). */
+    bool feeding = want_stdin;
+    int64_t wid = 0;
     for (;;) {
         /* Handle buffered messages first, then wait for more. */
         const char *h = buf_head(&c.in);
         size_t n = buf_pending(&c.in);
         if (!n || !memchr(h, '\n', n)) {
-            struct pollfd pf[2] = {{c.fd, POLLIN, 0}, {sfd, POLLIN, 0}};
-            if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+            struct pollfd pf[3] = {{c.fd, POLLIN, 0}, {sfd, POLLIN, 0}, {-1, POLLIN, 0}};
+            if (feeding && !wid)
+                pf[2].fd = 0;
+            if (poll(pf, 3, -1) < 0 && errno != EINTR)
                 break;
+            if (pf[2].revents) {
+                int fr = feed_stdin(&c, sid, xid, &wid, &err);
+                if (fr != 0)
+                    feeding = false;
+                if (fr < 0)
+                    fb_warn("%s", err.msg);
+            }
             if (sfd >= 0 && pf[1].revents) {
                 struct signalfd_siginfo si;
                 if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
@@ -671,6 +678,15 @@ int cmd_exec(int argc, char **argv)
             break;
         }
         json_t *mid = json_object_get(m, "id");
+        if (wid && json_is_integer(mid) && json_integer_value(mid) == wid) {
+            /* exec.write's answer: the next piece may go. An error (the
+             * command closed its stdin or ended) ends the feeding. */
+            wid = 0;
+            if (json_object_get(m, "error"))
+                feeding = false;
+            json_decref(m);
+            continue;
+        }
         if (!json_is_integer(mid) || json_integer_value(mid) != id) {
             json_decref(m);
             continue; /* exec.kill's answer, or a stray error */
