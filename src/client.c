@@ -206,7 +206,7 @@ static char *absolute(const char *p)
 
 /* A policy option's value as the server must see it: host paths made
  * absolute (the server resolves them from its own working directory). */
-static char *fix_path_opt(const struct fb_opt *o, const char *v)
+char *cli_fix_path_opt(const struct fb_opt *o, const char *v)
 {
     switch (o->arg) {
     case FB_ARG_HOST_PATH:
@@ -320,7 +320,7 @@ static int session_create(int argc, char **argv)
             continue;
         json_array_append_new(opts, json_sprintf("--%s", v->o->name));
         if (v->val) {
-            char *fixed = fix_path_opt(v->o, v->val);
+            char *fixed = cli_fix_path_opt(v->o, v->val);
             json_array_append_new(opts, json_string(fixed));
             free(fixed);
         }

@@ -30,6 +30,9 @@ json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_er
 /* err from a response's error object (exit code 125). */
 void err_from(json_t *er, struct fb_err *err);
 void print_json(json_t *j);
+/* A policy option's value as the server must see it: host paths made
+ * absolute (the server resolves them from its own directory). Allocated. */
+char *cli_fix_path_opt(const struct fb_opt *o, const char *v);
 /* Decode base64 and write it to fd. */
 int write_decoded(int fd, const char *b64, size_t n);
 
@@ -64,5 +67,10 @@ int client_opts(const char *cmd, const char *usage, const struct fb_opt *opts, s
 int client_session_more(int argc, char **argv);
 /* session create --publish [HOSTPORT:]PORT */
 int set_publish(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err);
+
+/* `fluebox run --server [SOCKET]` or FLUEBOX_SERVER (client_run.c): when
+ * the run is to be served by a server, runs it there and returns 1 with
+ * *code set; 0: a cold run (not asked for). */
+int client_run_maybe(int argc, char **argv, int *code);
 
 #endif

@@ -2,6 +2,7 @@
  * run (here, through supervise.c), profile (profile.c), learn (learn.c),
  * serve / session / exec / cp (server*.c, client.c). */
 #include "cli.h"
+#include "client.h"
 #include "commands.h"
 #include "profile.h"
 #include "report.h"
@@ -12,10 +13,12 @@
 
 static int cmd_run(int argc, char **argv)
 {
+    int code;
+    if (client_run_maybe(argc, argv, &code)) /* --server: client_run.c */
+        return code;
     struct fb_policy p;
     struct fb_err err = {0};
     policy_init(&p);
-    int code;
     char cwd[4096];
     struct fb_callenv ce;
     callenv_self(&ce, cwd, sizeof cwd);

@@ -1,0 +1,127 @@
+#!/bin/bash
+# 18-run-server.sh — `fluebox run --server [SOCKET]` (and FLUEBOX_SERVER): a
+# one-shot run served by a running `fluebox serve`. Each check runs the same
+# command cold and through the server and compares what a user sees: exit
+# codes, stdout and stderr, stdin, the boundaries (a host file, the network),
+# a forwarded SIGTERM, the workspace; an option a session cannot honour is
+# refused (125, one line); no session is left behind. As root and as FB_AS.
+. "$ROOT/tests/lib.sh"
+
+if [ "$FB_AS" = root ]; then FBCMD=("$FB"); else
+  FBCMD=(setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups --reset-env -- env PATH="$PATH" HOME=/tmp XDG_RUNTIME_DIR="$XDG_RUNTIME_DIR" "$FB")
+fi
+own() { [ "$FB_AS" = root ] || chown -R "$FB_AS" "$@"; }
+
+chmod 755 "$T"
+SOCK=$T/s.sock
+mkdir -p "$T/ws"
+own "$T/ws"
+echo "TOPSECRET-$$" > "$T/secret.txt"
+chmod 644 "$T/secret.txt"
+
+# A private server, on its own stdio, stopped by its pid whatever happens.
+"${FBCMD[@]}" serve --socket "$SOCK" --pool 1 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
+SRV=$!
+at_exit 'kill $SRV'
+if wait_for 30 grep -q ready "$T/ready" && [ -S "$SOCK" ]; then ok "a private fluebox serve is ready"
+else bail "fluebox serve did not start: $(tail -3 "$T/serve.err")"; fi
+
+# both NAME ARGS... — runs `fluebox run ARGS` cold, then `fluebox run
+# --server SOCK ARGS`: rc, stdout and stderr in C_RC/C_OUT/C_ERR and RC/OUT/ERR.
+both() {
+  run_fb run "$@"; C_RC=$RC; C_OUT=$OUT; C_ERR=$ERR
+  run_fb run --server "$SOCK" "$@"
+}
+# same NAME WANT_RC ARGS... — both ways exit WANT_RC with the same stdout.
+same() {
+  local name=$1 want=$2; shift 2
+  both "$@"
+  if [ "$C_RC" = "$want" ] && [ "$RC" = "$want" ] && [ "$C_OUT" = "$OUT" ]; then ok "$name (cold and --server)"
+  else fail "$name" "cold rc=$C_RC out=$(head -c 100 <<<"$C_OUT") err=$(head -c 200 <<<"$C_ERR"); server rc=$RC out=$(head -c 100 <<<"$OUT") err=$(head -c 200 <<<"$ERR")"; fi
+}
+
+# --- exit codes and output ---------------------------------------------------------
+same "echo: output passes through" 0 -- echo hello sandbox
+[ "$OUT" = "hello sandbox" ] && ok "--server: stdout is the command's" || fail "--server: stdout" "$OUT"
+same "exit status 5 passes through" 5 -- sh -c 'exit 5'
+same "death by signal N is 128+N" 143 -- sh -c 'kill -TERM $$'
+same "stdout and stderr stay apart" 0 -- sh -c 'echo out; echo err >&2'
+[ "$C_ERR" = err ] && [ "$ERR" = err ] && ok "stderr is the command's both ways" || fail "stderr" "cold '$C_ERR' server '$ERR'"
+same "--timeout kills: 124" 124 --timeout 300ms -- sleep 30
+case "$C_ERR|$ERR" in *"timed out"*"|"*"timed out"*) ok "--timeout says so on stderr both ways";; *) fail "--timeout note" "cold '$C_ERR' server '$ERR'";; esac
+same "command not found: 127" 127 -- nosuchcmd-xyz
+case "$ERR" in *"nosuchcmd-xyz: command not found"*) ok "--server: 127 says why";; *) fail "--server: 127 says why" "$ERR";; esac
+same "not executable: 126" 126 -- /etc/hostname
+same "--env reaches the command" 0 --env K=v1 -- sh -c 'echo "$K"'
+same "--nofile is the command's RLIMIT_NOFILE" 0 --nofile 64 -- sh -c 'ulimit -n'
+[ "$OUT" = 64 ] && ok "--server: --nofile 64 applied" || fail "--server: --nofile" "$OUT"
+same "cwd is /workspace" 0 -- pwd
+
+# --- standard input -----------------------------------------------------------------
+head -c 200000 /dev/urandom > "$T/in.bin"; chmod 644 "$T/in.bin"
+want=$(sha256sum < "$T/in.bin")
+got_c=$("${FBCMD[@]}" run -- sha256sum < "$T/in.bin" 2>&1)
+got_s=$("${FBCMD[@]}" run --server "$SOCK" -- sha256sum < "$T/in.bin" 2>&1)
+[ "$got_c" = "$want" ] && [ "$got_s" = "$want" ] && ok "binary stdin reaches the command whole (cold and --server)" || fail "stdin" "want $want cold $got_c server $got_s"
+got=$(echo "piped input" | "${FBCMD[@]}" run --server "$SOCK" -- cat 2>&1)
+[ "$got" = "piped input" ] && ok "--server: a stdin pipe reaches the command" || fail "--server: stdin pipe" "$got"
+same "empty stdin is end-of-file" 0 -- sh -c 'wc -c'
+
+# --- boundaries ----------------------------------------------------------------------
+both -- cat "$T/secret.txt"
+case "$C_OUT$OUT" in *TOPSECRET*) fail "a host file outside the binds is unreadable" "read it";;
+  *) [ "$C_RC" != 0 ] && [ "$RC" != 0 ] && ok "a host file outside the binds is unreadable (cold and --server)" || fail "host file" "rc $C_RC/$RC";; esac
+same "only loopback exists (network off)" 0 -- sh -c 'ls /proc/sys/net/ipv4/conf | grep -v -e all -e default'
+[ "$OUT" = lo ] && ok "--server: the network is loopback only" || fail "--server: network" "$OUT"
+same "the sandbox runs as uid 1000" 0 -- id -u
+
+# --- the workspace ----------------------------------------------------------------------
+for m in cold server; do
+  if [ $m = cold ]; then run_fb run --workspace "$T/ws" -- sh -c "echo from-$m > made-$m.txt"
+  else run_fb run --server="$SOCK" --workspace "$T/ws" -- sh -c "echo from-$m > made-$m.txt"; fi
+  if [ "$RC" = 0 ] && [ "$(cat "$T/ws/made-$m.txt" 2>/dev/null)" = "from-$m" ]; then ok "$m: --workspace is written on the host"
+  else fail "$m: --workspace written" "rc=$RC $ERR"; fi
+done
+[ "$(stat -c %U "$T/ws/made-server.txt" 2>/dev/null)" = "$(stat -c %U "$T/ws/made-cold.txt" 2>/dev/null)" ] \
+  && ok "the workspace file has the same owner both ways" || fail "workspace owner" "$(ls -l "$T/ws")"
+
+# --- a forwarded SIGTERM -------------------------------------------------------------------
+for m in cold server; do
+  opt=(); [ $m = server ] && opt=(--server "$SOCK")
+  rm -f "$T/sig.out"
+  "${FBCMD[@]}" run "${opt[@]}" -- sh -c 'trap "echo got-term; exit 3" TERM; echo ready; while :; do sleep 0.1; done' </dev/null >"$T/sig.out" 2>"$T/sig.err" &
+  p=$!
+  if wait_for 30 grep -q ready "$T/sig.out"; then
+    kill -TERM "$p"; wait "$p"; rc=$?
+    if [ "$rc" = 3 ] && grep -q got-term "$T/sig.out"; then ok "$m: SIGTERM reaches the command (its exit 3)"
+    else fail "$m: SIGTERM forwarded" "rc=$rc $(cat "$T/sig.out" "$T/sig.err")"; fi
+  else kill -KILL "$p"; wait "$p"; fail "$m: SIGTERM forwarded" "never ready: $(cat "$T/sig.err")"; fi
+done
+
+# --- FLUEBOX_SERVER ----------------------------------------------------------------------------
+FLUEBOX_SERVER=$SOCK run_fb run -- sh -c 'cat /proc/1/cmdline | tr "\0" " "'
+c_init=$OUT
+run_fb run -- sh -c 'cat /proc/1/cmdline | tr "\0" " "'
+if [ "$RC" = 0 ] && [ -n "$c_init" ] && [ "$c_init" != "$OUT" ]; then ok "FLUEBOX_SERVER=SOCKET serves the run (a session's init, not run's)"
+else fail "FLUEBOX_SERVER" "server init '$c_init' cold init '$OUT'"; fi
+FLUEBOX_SERVER=0 run_fb run -- sh -c 'cat /proc/1/cmdline | tr "\0" " "'
+[ "$OUT" != "$c_init" ] && ok "FLUEBOX_SERVER=0 runs cold" || fail "FLUEBOX_SERVER=0" "$OUT"
+
+# --- bad input ----------------------------------------------------------------------------------
+one_line() { [ "$(printf '%s\n' "$ERR" | grep -c .)" = 1 ]; }
+expect_err "--server with an unknown option: 125 and why" 125 "unknown option --frobnicate" run --server "$SOCK" --frobnicate -- true
+one_line && ok "  ... on one line" || fail "unknown option: one line" "$ERR"
+expect_err "--server --report: refused, 125" 125 "--report is not available with --server" run --server "$SOCK" --report - -- true
+one_line && ok "  ... on one line" || fail "--report: one line" "$ERR"
+expect_err "--server --print-path: refused, 125" 125 "--print-path is not available with --server" run --server "$SOCK" --print-path -- true
+expect_err "--server with a bad limit: 125" 125 "--mem" run --server "$SOCK" --mem lots -- true
+expect_err "--server without \"--\": 125" 125 'missing "--"' run --server "$SOCK"
+expect_err "--server with no server there: 125 and why" 125 "cannot reach the server" run --server "$T/none.sock" -- true
+expect_err "--server with a missing workspace: 125" 125 "nope" run --server "$SOCK" --workspace "$T/nope" -- true
+expect_err "--server=: an empty path, 125" 125 "empty socket path" run --server= -- true
+
+# --- nothing left behind -------------------------------------------------------------------------
+run_fb session ls --json --socket "$SOCK"
+[ "$RC" = 0 ] && [ "$(tr -d ' \n' <<<"$OUT")" = "[]" ] && ok "no session is left on the server" || fail "sessions left" "rc=$RC $OUT"
+kill "$SRV"; wait "$SRV"
+no_leftovers "nothing is left behind after the server stops"
