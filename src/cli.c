@@ -491,6 +491,8 @@ const char cli_run_usage[] =
     "capabilities, resource limits. Exit status: the command's; 128+N if it died of\n"
     "signal N; 124 timeout; 125 fluebox error; 126 not executable; 127 not found.\n"
     "Options take their value as --opt VALUE or --opt=VALUE.\n"
+    "--server [SOCKET] (or FLUEBOX_SERVER=1 or =SOCKET): run it in a running\n"
+    "`fluebox serve` instead, with the options a session takes (docs/server.md).\n"
     "\n";
 
 void cli_print_usage(FILE *f)
