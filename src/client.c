@@ -548,12 +548,8 @@ int write_decoded(int fd, const char *b64, size_t n)
     return r;
 }
 
-/* exec -i: the next piece of our stdin for the command (exec.write), or
- * at its end exec.closeStdin. One request at a time: the next read waits
- * for its answer, so a command that does not read holds us up. Returns 1
- * when stdin ended (closeStdin sent), 0 after a write, -1 on error. */
-static int feed_stdin(struct cli *c, const char *sid, const char *xid, int64_t *wid,
-                      struct fb_err *err)
+int cli_feed_stdin(struct cli *c, const char *sid, const char *xid, int64_t *wid,
+                   struct fb_err *err)
 {
     unsigned char buf[65536];
     ssize_t n;
@@ -654,7 +650,7 @@ int cmd_exec(int argc, char **argv)
             if (poll(pf, 3, -1) < 0 && errno != EINTR)
                 break;
             if (pf[2].revents) {
-                int fr = feed_stdin(&c, sid, xid, &wid, &err);
+                int fr = cli_feed_stdin(&c, sid, xid, &wid, &err);
                 if (fr != 0)
                     feeding = false;
                 if (fr < 0)

@@ -33,6 +33,13 @@ void print_json(json_t *j);
 /* A policy option's value as the server must see it: host paths made
  * absolute (the server resolves them from its own directory). Allocated. */
 char *cli_fix_path_opt(const struct fb_opt *o, const char *v);
+/* exec -i, run --server: the next piece of our stdin for the command
+ * (exec.write, request id *wid), or at its end exec.closeStdin. One request
+ * at a time: the next read waits for its answer, so a command that does not
+ * read holds us up. Returns 1 when stdin ended (closeStdin sent), 0 after a
+ * write, -1 on error. */
+int cli_feed_stdin(struct cli *c, const char *sid, const char *xid, int64_t *wid,
+                   struct fb_err *err);
 /* Decode base64 and write it to fd. */
 int write_decoded(int fd, const char *b64, size_t n);
 

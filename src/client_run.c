@@ -6,8 +6,8 @@
  * as a streamed exec, forwards SIGINT/SIGTERM/SIGHUP/SIGQUIT to it
  * (exec.kill), and destroys the session. Exit status as a cold run: the
  * command's, 124 timeout, 126/127, 128+N, 125 for fluebox's own errors.
- * Standard input is read to its end first (the protocol sends an exec's
- * stdin whole); a terminal is not read. docs/server.md says what differs. */
+ * Standard input is streamed (exec.write, exec.closeStdin at its end).
+ * docs/server.md says what differs from a cold run. */
 #include "cli.h"
 #include "client.h"
 #include "toolchain.h"
@@ -17,8 +17,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 
-/* Largest standard input sent: its base64 must fit a request line (16 MiB). */
-#define RUN_STDIN_MAX (8u << 20)
 /* A session whose client vanished (killed) is removed after this long. */
 #define RUN_IDLE_MS 60000
 
@@ -132,49 +130,15 @@ static int parse_run(int argc, char **argv, json_t **opts, json_t **av, struct f
     return 0;
 }
 
-/* Standard input, whole, as base64 (NULL: none to send, a terminal). */
-static int read_stdin(char **b64, size_t *len, struct fb_err *err)
-{
-    *b64 = NULL;
-    *len = 0;
-    if (isatty(0))
-        return 0;
-    struct fb_buf in = {0};
-    char buf[65536];
-    for (;;) {
-        ssize_t n = read(0, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && errno == EBADF)
-            break; /* no stdin at all: empty input */
-        if (n < 0) {
-            buf_free(&in);
-            return fb_errno(err, FB_EXIT_SETUP, "reading standard input");
-        }
-        if (n == 0)
-            break;
-        if (buf_pending(&in) + (size_t)n > RUN_STDIN_MAX) {
-            buf_free(&in);
-            return fb_errf(err, FB_EXIT_SETUP,
-                           "standard input is larger than %u MiB: too much for --server "
-                           "(the server takes it whole); run without --server",
-                           RUN_STDIN_MAX >> 20);
-        }
-        buf_append(&in, buf, (size_t)n);
-    }
-    *b64 = fb_xmalloc(b64_encoded_len(buf_pending(&in)) + 1);
-    *len = b64_encode((const unsigned char *)buf_head(&in), buf_pending(&in), *b64);
-    buf_free(&in);
-    return 0;
-}
-
 /* Stream the exec (already sent as request id) to its end: output to 1 and
- * 2, signals from sfd forwarded once it has started. Its exit code, or 125. */
+ * 2; once it has started, our stdin fed to it and signals from sfd
+ * forwarded. Its exit code, or 125. */
 static int stream_exec(struct cli *c, int64_t id, const char *sid, const char *xid, int sfd)
 {
     struct fb_err err = {0};
-    bool started = false;
+    bool started = false, feeding = true;
     int pending_sig = 0;
+    int64_t wid = 0; /* the exec.write waiting for its answer, 0 when none */
     for (;;) {
         if (started && pending_sig) {
             int64_t kid;
@@ -187,12 +151,21 @@ static int stream_exec(struct cli *c, int64_t id, const char *sid, const char *x
         const char *h = buf_head(&c->in);
         size_t n = buf_pending(&c->in);
         if (!n || !memchr(h, '\n', n)) {
-            struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {sfd, POLLIN, 0}};
-            if (poll(pf, sfd >= 0 ? 2 : 1, -1) < 0) {
+            struct pollfd pf[3] = {{c->fd, POLLIN, 0}, {sfd, POLLIN, 0}, {-1, POLLIN, 0}};
+            if (started && feeding && !wid)
+                pf[2].fd = 0;
+            if (poll(pf, 3, -1) < 0) {
                 if (errno == EINTR)
                     continue;
                 fb_warn("poll: %s", strerror(errno));
                 return FB_EXIT_SETUP;
+            }
+            if (pf[2].revents) {
+                int fr = cli_feed_stdin(c, sid, xid, &wid, &err);
+                if (fr != 0)
+                    feeding = false;
+                if (fr < 0)
+                    fb_warn("%s", err.msg);
             }
             if (sfd >= 0 && pf[1].revents) {
                 struct signalfd_siginfo si;
@@ -208,6 +181,15 @@ static int stream_exec(struct cli *c, int64_t id, const char *sid, const char *x
             return FB_EXIT_SETUP;
         }
         json_t *mid = json_object_get(m, "id");
+        if (wid && json_is_integer(mid) && json_integer_value(mid) == wid) {
+            /* exec.write's answer: the next piece may go. An error (the
+             * command closed its stdin, or ended) ends the feeding. */
+            wid = 0;
+            if (json_object_get(m, "error"))
+                feeding = false;
+            json_decref(m);
+            continue;
+        }
         if (!json_is_integer(mid) || json_integer_value(mid) != id) {
             json_t *er = json_object_get(m, "error");
             if (er && !json_is_integer(mid)) { /* the connection refused */
@@ -249,14 +231,6 @@ static int stream_exec(struct cli *c, int64_t id, const char *sid, const char *x
 static int serve_run(const char *sock, json_t *opts, json_t *av)
 {
     struct fb_err err = {0};
-    char *in64;
-    size_t inlen;
-    if (read_stdin(&in64, &inlen, &err) < 0) {
-        fb_warn("%s", err.msg);
-        json_decref(opts);
-        json_decref(av);
-        return FB_EXIT_SETUP;
-    }
     json_t *params = json_pack("{s:o, s:i, s:s}", "options", opts, "idleTimeoutMs", RUN_IDLE_MS,
                                "label", "fluebox-run");
     char cwd[4096];
@@ -293,10 +267,7 @@ static int serve_run(const char *sock, json_t *opts, json_t *av)
     json_t *ep = json_pack("{s:s, s:o, s:b, s:s, s:s}", "session", sid, "argv", av, "stream", 1,
                            "encoding", "base64", "execId", xid);
     av = NULL;
-    if (in64) {
-        json_object_set_new(ep, "stdin", json_stringn(in64, inlen));
-        json_object_set_new(ep, "stdinEncoding", json_string("base64"));
-    }
+    json_object_set_new(ep, "stdinOpen", json_true());
     int64_t id;
     if (cli_send(&c, "exec", ep, &id, &err) < 0)
         fb_warn("%s", err.msg);
@@ -315,7 +286,6 @@ close:
     cli_close(&c);
 out:
     json_decref(av);
-    free(in64);
     if (sfd >= 0)
         close(sfd);
     sigprocmask(SIG_SETMASK, &old, NULL);

@@ -3,7 +3,7 @@
 # one-shot run served by a running `fluebox serve`. Each check runs the same
 # command cold and through the server and compares what a user sees: exit
 # codes, stdout and stderr, stdin, the boundaries (a host file, the network),
-# a forwarded SIGTERM, the workspace; an option a session cannot honour is
+# a forwarded SIGTERM, the workspace, stdin streamed; an option a session cannot honour is
 # refused (125, one line); no session is left behind. As root and as FB_AS.
 . "$ROOT/tests/lib.sh"
 
@@ -66,6 +66,19 @@ got_s=$("${FBCMD[@]}" run --server "$SOCK" -- sha256sum < "$T/in.bin" 2>&1)
 got=$(echo "piped input" | "${FBCMD[@]}" run --server "$SOCK" -- cat 2>&1)
 [ "$got" = "piped input" ] && ok "--server: a stdin pipe reaches the command" || fail "--server: stdin pipe" "$got"
 same "empty stdin is end-of-file" 0 -- sh -c 'wc -c'
+# Streamed, not read to the end first: each line is answered before the
+# next is written (a run that waited for end-of-file would never answer).
+for m in cold server; do
+  opt=(); [ $m = server ] && opt=(--server "$SOCK")
+  coproc RS { "${FBCMD[@]}" run "${opt[@]}" -- sh -c 'while read -r l; do echo "got $l"; done; echo eof' 2>"$T/co.err"; }
+  a=; b=; c=
+  echo one >&"${RS[1]}"; read -r -t 30 a <&"${RS[0]}"
+  echo two >&"${RS[1]}"; read -r -t 30 b <&"${RS[0]}"
+  eval "exec ${RS[1]}>&-"; read -r -t 30 c <&"${RS[0]}"
+  wait "$RS_PID"; rc=$?
+  if [ "$a|$b|$c|$rc" = "got one|got two|eof|0" ]; then ok "$m: stdin is streamed line by line, then end-of-file"
+  else fail "$m: streamed stdin" "'$a' '$b' '$c' rc=$rc $(cat "$T/co.err")"; fi
+done
 
 # --- boundaries ----------------------------------------------------------------------
 both -- cat "$T/secret.txt"
