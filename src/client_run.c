@@ -273,6 +273,15 @@ static int serve_run(const char *sock, json_t *opts, json_t *av)
         fb_warn("%s", err.msg);
     else
         rc = stream_exec(&c, id, sid, xid, sfd);
+    /* As a cold run, say when the OOM killer ended it (the exec's result
+     * cannot tell a SIGKILL of the OOM killer from another). */
+    if (rc == FB_EXIT_OOM) {
+        json_t *info = cli_call(&c, "session.info", json_pack("{s:s}", "session", sid), &err);
+        json_t *ook = json_object_get(json_object_get(info, "usage"), "oomKills");
+        if (json_integer_value(ook) > 0)
+            fb_warn("the command ran out of memory and was killed by the OOM killer; exit 137");
+        json_decref(info);
+    }
     /* Nothing is left behind: a session that cannot be destroyed is an error
      * of ours (its idle timeout removes it later). */
     res = cli_call(&c, "session.destroy", json_pack("{s:s}", "session", sid), &err);
