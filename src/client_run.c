@@ -214,7 +214,14 @@ static int stream_exec(struct cli *c, int64_t id, const char *sid, const char *x
         }
         int rc = FB_EXIT_SETUP;
         json_t *er = json_object_get(m, "error");
-        if (er) {
+        const char *code = json_string_value(json_object_get(er, "code"));
+        const char *msg = json_string_value(json_object_get(er, "message"));
+        if (er && code && msg && !strcmp(code, "session_dead") && strstr(msg, "OOM killer")) {
+            /* The OOM killer chose the session's init rather than the
+             * command: for a one-shot run that is the run's OOM kill. */
+            fb_warn("the command ran out of memory and was killed by the OOM killer; exit 137");
+            rc = FB_EXIT_OOM;
+        } else if (er) {
             err_from(er, &err);
             fb_warn("%s", err.msg);
         } else {
