@@ -26,6 +26,7 @@
     X("exec.kill", m_exec_kill, SCOPE_LIVE, 0)                        \
     X("exec.write", m_exec_write, SCOPE_LIVE, 0)                      \
     X("exec.closeStdin", m_exec_close_stdin, SCOPE_LIVE, 0)           \
+    X("exec.resize", m_exec_resize, SCOPE_LIVE, 0)                    \
     X("file.read", m_file, SCOPE_LIVE, F_READ)                        \
     X("file.write", m_file, SCOPE_LIVE, F_WRITE)                      \
     X("file.stat", m_file, SCOPE_LIVE, F_STAT)                        \

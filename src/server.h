@@ -184,6 +184,8 @@ struct op {
     bool stdin_broken;   /* the pipe is gone (EPIPE, the exec ended) */
     uint64_t in_queued, in_written; /* bytes ever put in inbuf / into the pipe */
     struct stdin_wait *stdin_waits; /* exec.write/closeStdin requests to answer */
+    bool tty;            /* "tty": output and input through a pseudo-terminal */
+    int ptm;             /* its master, from init's "started" record, until used */
     int64_t max_out;
     uint64_t start_ns, end_ns, deadline_ns, grace_ns;
     /* create */
@@ -292,7 +294,7 @@ int handle_line(struct conn *c, const char *line, size_t len);
 /* The handlers (the table lists them, methods.h). */
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
     m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel, m_session_publish,
-    m_session_unpublish, m_session_fork, m_exec_write, m_exec_close_stdin;
+    m_session_unpublish, m_session_fork, m_exec_write, m_exec_close_stdin, m_exec_resize;
 
 /* ---- ops (server_sess.c) ---- */
 struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);
@@ -352,6 +354,8 @@ struct op *exec_by_id(struct sess *ss, const char *xid);
  * (closed: the pipe is closed now; what it did not take gets EPIPE). */
 void stdin_progress(struct op *o, bool closed);
 void stdin_forget(struct op *o);               /* the exec is ending */
+/* A tty exec's "started" record brought its terminal's master (ours now). */
+void exec_take_pty(struct op *o, int fd);
 
 /* A record from init about an exec ("started", "exit", "reply"). */
 void on_exec_record(struct op *o, const char *opn, json_t *h);

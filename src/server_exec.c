@@ -303,8 +303,31 @@ struct xreq {
     int64_t timeout, maxout;
     bool stream, b64;
     bool stdin_open;  /* stdinOpen: exec.write feeds it (server_stdin.c) */
+    bool tty;         /* a pseudo-terminal of rows x cols */
+    int64_t rows, cols;
     struct fb_buf in; /* stdin, decoded */
 };
+
+/* "tty": true (24 x 80) or {"rows", "cols"}; false or absent: none. */
+static int exec_tty_param(json_t *params, struct xreq *x, struct proto_err *e)
+{
+    json_t *t = json_object_get(params, "tty");
+    x->rows = 24;
+    x->cols = 80;
+    if (!t || json_is_null(t) || json_is_false(t))
+        return 0;
+    x->tty = true;
+    if (json_is_true(t))
+        return 0;
+    if (!json_is_object(t))
+        return perr_param(e, "tty", "tty must be a boolean or {\"rows\", \"cols\"}");
+    if (pget_int(t, "rows", &x->rows, 24, 1, 65535, e) < 0 ||
+        pget_int(t, "cols", &x->cols, 80, 1, 65535, e) < 0) {
+        snprintf(e->param, sizeof e->param, "tty");
+        return -1;
+    }
+    return 0;
+}
 
 static int exec_params(struct sess *ss, json_t *params, struct xreq *x, struct proto_err *e)
 {
@@ -324,6 +347,7 @@ static int exec_params(struct sess *ss, json_t *params, struct xreq *x, struct p
         pget_str(params, "execId", &x->xid, NULL, false, 64, e) < 0 ||
         pget_bool(params, "stream", &x->stream, false, e) < 0 ||
         pget_bool(params, "stdinOpen", &x->stdin_open, false, e) < 0 ||
+        exec_tty_param(params, x, e) < 0 ||
         pget_encoding(params, "encoding", &x->b64, e) < 0)
         return -1;
     if (!!x->argv == !!x->command)
@@ -451,7 +475,8 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
         buf_free(&x.in);
         return send_error(c, id, &e);
     }
-    bool want_stdin = buf_pending(&x.in) > 0 || x.stdin_open;
+    /* A terminal is its own stdin: exec.write writes to it. */
+    bool want_stdin = !x.tty && (buf_pending(&x.in) > 0 || x.stdin_open);
     /* po/pe: stdout, stderr (the server reads [0]); pi: stdin (it writes [1]). */
     int p[6] = {-1, -1, -1, -1, -1, -1};
     int *po = p, *pe = p + 2, *pi = p + 4;
@@ -477,7 +502,9 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->start_ns = now_ns();
     o->deadline_ns = x.timeout > 0 ? o->start_ns + (uint64_t)x.timeout * 1000000ull : 0;
     o->inbuf = x.in;
-    o->stdin_open = x.stdin_open;
+    o->stdin_open = x.stdin_open || x.tty;
+    o->tty = x.tty;
+    o->ptm = -1;
     o->in_queued = buf_pending(&o->inbuf);
     op_mem_sync(o);
     o->xs[0].w.fd = po[0];
@@ -495,6 +522,9 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     }
     json_object_set_new(h, "t", json_integer((json_int_t)o->tag));
     json_object_set_new(h, "stdin", json_boolean(want_stdin));
+    if (x.tty)
+        json_object_set_new(h, "tty", json_pack("{s:I, s:I}", "rows", (json_int_t)x.rows, "cols",
+                                                (json_int_t)x.cols));
     int sr = sess_send(ss, h, NULL, 0, fds, want_stdin ? 3 : 2);
     if (sr < 0) {
         if (sr == -1)

@@ -466,9 +466,14 @@ void on_ctl(struct sess *ss)
             json_decref(h);
             continue;
         }
+        struct op *o = tag ? op_by_tag(ss, tag) : NULL;
+        if (o && opn && nfds == 1 && !strcmp(opn, "started") && o->kind == OP_EXEC && o->tty &&
+            !o->started) {
+            exec_take_pty(o, fds[0]); /* a tty exec's terminal */
+            nfds = 0;
+        }
         for (size_t i = 0; i < nfds; i++)
             close(fds[i]);
-        struct op *o = tag ? op_by_tag(ss, tag) : NULL;
         if (!opn || !o) {
             json_decref(h);
             continue;

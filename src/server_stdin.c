@@ -86,7 +86,10 @@ static struct op *stdin_target(struct conn *c, json_t *id, json_t *params, struc
         send_error(c, id, &e);
         return NULL;
     }
-    if (o->stdin_closing || o->stdin_broken || o->win.fd < 0) {
+    /* A terminal's input is there once the exec started (till then, what
+     * is written waits). */
+    bool later = o->tty && !o->started;
+    if (o->stdin_closing || o->stdin_broken || (o->win.fd < 0 && !later)) {
         send_errf(c, id, "EPIPE", "exec %s: its stdin is closed", xid);
         return NULL;
     }

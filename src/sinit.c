@@ -40,6 +40,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -47,6 +48,10 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER 0x5441
+#endif
 
 enum job_kind { J_EXEC, J_READ, J_WRITE, J_LIST };
 
@@ -95,7 +100,7 @@ static void job_del(struct job *j)
 
 /* ---- replies ---- */
 
-static void send_rec(json_t *hdr, const void *payload, size_t plen)
+static void send_rec_fds(json_t *hdr, const void *payload, size_t plen, int *fds, size_t nfds)
 {
     size_t len;
     char *rec = srec_encode(hdr, payload, plen, &len);
@@ -105,9 +110,14 @@ static void send_rec(json_t *hdr, const void *payload, size_t plen)
      * shortage of kernel memory is waited out, ctl.c). A record that cannot
      * be sent is a request never answered: if the server is gone, so is
      * init; otherwise it ends the session rather than leave it hanging. */
-    if (srec_send(ctl_fd, rec, len, NULL, 0, 0) < 0)
+    if (srec_send(ctl_fd, rec, len, fds, nfds, 0) < 0)
         _exit(errno == EPIPE || errno == ECONNRESET ? 0 : FB_EXIT_SETUP);
     free(rec);
+}
+
+static void send_rec(json_t *hdr, const void *payload, size_t plen)
+{
+    send_rec_fds(hdr, payload, plen, NULL, 0);
 }
 
 static void reply_ok(int64_t tag, json_t *result, const void *payload, size_t plen)
@@ -953,26 +963,62 @@ static void op_exec(int64_t tag, json_t *h, int *fds, size_t nfds)
     if (!json_is_array(argv) || !json_array_size(argv) || !json_is_array(env) || nfds < 2)
         return reply_errno(tag, EINVAL);
     bool has_stdin = hbool(h, "stdin") && nfds >= 3;
+    /* "tty": a pseudo-terminal of the sandbox's own devpts, the command's
+     * controlling terminal in a new session; its master goes to the server
+     * with the "started" record. */
+    json_t *tty = json_object_get(h, "tty");
+    int ptm = -1;
+    if (json_is_object(tty)) {
+        ptm = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        int unlock = 0;
+        if (ptm < 0 || ioctl(ptm, TIOCSPTLCK, &unlock) < 0) {
+            int e = errno;
+            if (ptm >= 0)
+                close(ptm);
+            return reply_errno(tag, e);
+        }
+        struct winsize ws = {.ws_row = (unsigned short)hint(tty, "rows", 24),
+                             .ws_col = (unsigned short)hint(tty, "cols", 80)};
+        ioctl(ptm, TIOCSWINSZ, &ws);
+    }
     pid_t pid = raw_fork();
-    if (pid < 0)
-        return reply_errno(tag, errno);
+    if (pid < 0) {
+        int e = errno;
+        if (ptm >= 0)
+            close(ptm);
+        return reply_errno(tag, e);
+    }
     if (pid == 0) {
-        setpgid(0, 0);
-        int in = has_stdin ? fds[2] : open("/dev/null", O_RDONLY | O_CLOEXEC);
-        /* fds are >= 3 here (0, 1, 2 are /dev/null in init), so dup2 never
-         * clobbers one of them before it is used. */
-        if (in < 0 || dup2(in, 0) < 0 || dup2(fds[0], 1) < 0 || dup2(fds[1], 2) < 0)
-            _exit(FB_EXIT_SETUP);
+        if (ptm >= 0) {
+            /* A session of its own (so also a process group: kill(-pid)),
+             * the terminal its controlling one, stdin/stdout/stderr on it. */
+            int pts = setsid() < 0 ? -1 : ioctl(ptm, TIOCGPTPEER, O_RDWR | O_NOCTTY);
+            if (pts < 0 || ioctl(pts, TIOCSCTTY, 0) < 0 || dup2(pts, 0) < 0 || dup2(pts, 1) < 0 ||
+                dup2(pts, 2) < 0)
+                _exit(FB_EXIT_SETUP);
+            if (pts > 2)
+                close(pts);
+        } else {
+            setpgid(0, 0);
+            int in = has_stdin ? fds[2] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+            /* fds are >= 3 here (0, 1, 2 are /dev/null in init), so dup2
+             * never clobbers one of them before it is used. */
+            if (in < 0 || dup2(in, 0) < 0 || dup2(fds[0], 1) < 0 || dup2(fds[1], 2) < 0)
+                _exit(FB_EXIT_SETUP);
+        }
         umask(022);
         lower_limit(RLIMIT_NOFILE, hint(h, "nofile", 0));
         lower_limit(RLIMIT_FSIZE, hint(h, "fsize", 0));
         char **av = strv_from_json(argv), **ev = strv_from_json(env);
         init_exec_child(pol, av, ev, cwd, -1);
     }
-    setpgid(pid, pid); /* both sides, so kill(-pid) works at once */
+    if (ptm < 0)
+        setpgid(pid, pid); /* both sides, so kill(-pid) works at once */
     job_add(pid, tag, J_EXEC, 0);
-    send_rec(json_pack("{s:s, s:I, s:i}", "op", "started", "t", (json_int_t)tag, "pid", (int)pid),
-             NULL, 0);
+    send_rec_fds(json_pack("{s:s, s:I, s:i}", "op", "started", "t", (json_int_t)tag, "pid", (int)pid),
+                 NULL, 0, ptm >= 0 ? &ptm : NULL, ptm >= 0 ? 1 : 0);
+    if (ptm >= 0)
+        close(ptm);
 }
 
 /* Sockets of this network namespace for a published port's connection. */

@@ -159,6 +159,8 @@ export interface ExecOptions<E extends 'utf8' | 'buffer' = 'utf8' | 'buffer'> {
   stdin?: string | Uint8Array;
   /** stream(): keep stdin open after `stdin` for ExecStream.write / stdin / closeStdin. */
   stdinOpen?: boolean;
+  /** stream(): a pseudo-terminal (true: 24 x 80); output and input go through it (stdin stays open). */
+  tty?: boolean | { rows: number; cols: number };
   /** Kill the command after this long (rounded up to whole ms); exit code 124. 0 = none. */
   timeoutMs?: number;
   /** Aborting kills the command and rejects with an AbortError (cause = the reason). */
@@ -336,6 +338,8 @@ export declare class ExecStream<T extends string | Buffer = string> implements A
   write(data: string | Buffer | Uint8Array): Promise<number>;
   /** End of input. */
   closeStdin(): Promise<void>;
+  /** A command started with `tty`: its terminal's new size. */
+  resize(rows: number, cols: number): Promise<void>;
   /** The command's stdin as a Writable; end() closes it. */
   readonly stdin: import('node:stream').Writable;
   readonly session: Session;

@@ -52,7 +52,7 @@ function callerOf(env = process.env, cwd = process.cwd()) {
   return c;
 }
 const LIMIT_KEYS = ['memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs'];
-const EXEC_KEYS = new Set(['cwd', 'env', 'stdin', 'stdinOpen', 'timeoutMs', 'signal', 'encoding', 'maxOutputBytes', 'execId']);
+const EXEC_KEYS = new Set(['cwd', 'env', 'stdin', 'stdinOpen', 'tty', 'timeoutMs', 'signal', 'encoding', 'maxOutputBytes', 'execId']);
 // What one exec.write carries at most (the server keeps 4 MiB of stdin
 // waiting per exec and answers a request once its bytes are in the pipe).
 const STDIN_CHUNK = 256 * 1024;
@@ -270,6 +270,8 @@ class Session {
     p.execId = opts.execId || newExecId();
     if (stream) p.stream = true;
     if (opts.stdinOpen) p.stdinOpen = true;
+    // A pseudo-terminal: true (24 x 80) or { rows, cols }; its stdin stays open.
+    if (opts.tty) p.tty = opts.tty === true ? true : { rows: opts.tty.rows, cols: opts.tty.cols };
     return p;
   }
 
@@ -610,6 +612,9 @@ class ExecStream {
 
   /** End of input: the command reads EOF once it has read what was written. */
   async closeStdin() { await this.session._req('exec.closeStdin', { execId: this.execId }); }
+
+  /** A command started with `tty`: its terminal's new size (it gets SIGWINCH). */
+  async resize(rows, cols) { await this.session._req('exec.resize', { execId: this.execId, rows, cols }); }
 
   /** The command's stdin as a node:stream Writable (end() closes it). */
   get stdin() {

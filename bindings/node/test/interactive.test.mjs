@@ -191,3 +191,23 @@ test('streaming stdin: a command that closed its stdin gives EPIPE; a stream wit
     await s.destroy();
   }
 });
+
+test('tty: a terminal of the given size, resized, Ctrl-C to the foreground process group', async () => {
+  const s = await fb.createSession();
+  try {
+    const st = s.stream("trap 'stty size' WINCH; trap 'echo INT; exit 3' INT; tty; stty size; echo ready; " +
+                        'until read x; do :; done', { tty: { rows: 33, cols: 101 } });
+    const it = st[Symbol.asyncIterator]();
+    const acc = { out: '' };
+    await readUntil(it, 'ready', acc);
+    assert.match(acc.out, /^\/dev\/pts\/\d+\r\n33 101\r\n/);
+    await st.resize(40, 120);
+    await readUntil(it, '40 120', acc);
+    await st.write('\x03');
+    await readUntil(it, 'INT', acc);
+    for (;;) { const { done } = await it.next(); if (done) break; }
+    assert.equal((await st.result).exitCode, 3);
+  } finally {
+    await s.destroy();
+  }
+});

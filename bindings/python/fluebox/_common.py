@@ -303,6 +303,7 @@ def exec_params(
     exec_id: Optional[str] = None,
     stream: bool = False,
     stdin_open: bool = False,
+    tty: Any = None,
 ) -> Dict[str, Any]:
     p: Dict[str, Any] = {}
     if isinstance(command, str):
@@ -333,6 +334,9 @@ def exec_params(
         p["stream"] = True
     if stdin_open:
         p["stdinOpen"] = True
+    if tty:
+        # True (24 x 80) or (rows, cols): a pseudo-terminal; stdin stays open.
+        p["tty"] = True if tty is True else {"rows": int(tty[0]), "cols": int(tty[1])}
     return p
 
 

@@ -598,6 +598,9 @@ class AsyncExecStream:
     async def close_stdin(self) -> None:
         await self.session._req("exec.closeStdin", execId=self.exec_id)
 
+    async def resize(self, rows: int, cols: int) -> None:
+        await self.session._req("exec.resize", execId=self.exec_id, rows=rows, cols=cols)
+
     async def __aiter__(self) -> AsyncIterator[OutputChunk]:
         self._iterating = True
         finished = False

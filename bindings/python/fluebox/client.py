@@ -693,6 +693,11 @@ class ExecStream:
         """End of input: the command reads EOF once what was written is read."""
         self.session._req("exec.closeStdin", execId=self.exec_id)
 
+    def resize(self, rows: int, cols: int) -> None:
+        """A command started with ``tty``: its terminal's new size (the
+        command gets SIGWINCH)."""
+        self.session._req("exec.resize", execId=self.exec_id, rows=rows, cols=cols)
+
     @property
     def stdin(self) -> "StdinWriter":
         """A file-like object (write, flush, close) over write/close_stdin."""

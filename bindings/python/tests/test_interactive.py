@@ -243,6 +243,68 @@ class StdinTest(unittest.TestCase):
             self.assertEqual(st.collect().stdout.split()[0], hashlib.sha256(blob).hexdigest())
 
 
+class TtyTest(unittest.TestCase):
+    """exec with a terminal: a pty of the sandbox's devpts as the command's
+    controlling terminal, driven the way a terminal would be."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        cls.fb = Fluebox.connect(cls.srv.socket)
+        cls.s = cls.fb.create_session()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.s.destroy()
+        cls.fb.close()
+        cls.srv.stop()
+
+    def test_a_terminal_of_the_given_size(self):
+        r = self.s.stream("tty; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo all-tty; stty size",
+                          tty=(33, 101)).collect()
+        self.assertEqual(r.exit_code, 0)
+        self.assertRegex(r.stdout, r"^/dev/pts/\d+\r\nall-tty\r\n33 101\r\n$")
+
+    def test_resize_reaches_the_command(self):
+        st = self.s.stream("trap 'stty size' WINCH; stty size; echo ready; until read x; do :; done",
+                            tty=(24, 80))
+        it = iter(st)
+        out = [""]
+        read_until(it, "ready", out)
+        st.resize(30, 100)
+        read_until(it, "30 100", out)  # the SIGWINCH trap ran with the new size
+        st.write("\n")
+        for c in it:
+            pass
+        self.assertEqual(st.wait().exit_code, 0)
+
+    def test_ctrl_c_goes_to_the_foreground_process_group(self):
+        st = self.s.stream("trap 'echo INT; exit 3' INT; echo ready; read x", tty=True)
+        it = iter(st)
+        out = [""]
+        read_until(it, "ready", out)
+        st.write("\x03")  # the terminal's line discipline makes it SIGINT
+        read_until(it, "INT", out)
+        for c in it:
+            pass
+        self.assertEqual(st.wait().exit_code, 3)
+
+    def test_job_control_in_an_interactive_shell(self):
+        r = self.s.stream(["bash", "-i", "-c", "sleep 30 & jobs; kill %1; wait; echo done"], tty=True).collect()
+        self.assertIn("Running", r.stdout)
+        self.assertNotIn("no job control", r.stdout)
+        self.assertTrue(r.stdout.endswith("done\r\n"), r.stdout)
+
+    def test_tiocsti_stays_denied(self):
+        # Pushing input into the terminal would let a command type into
+        # whatever reads it next: the seccomp filter refuses it.
+        r = self.s.stream(["python3", "-c", "import fcntl, termios\n"
+                           "try:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x'); print('allowed')\n"
+                           "except OSError as e:\n    print('denied', e.errno)"], tty=True).collect()
+        self.assertIn("denied", r.stdout)
+        self.assertNotIn("allowed", r.stdout)
+
+
 class AsyncInteractiveTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
