@@ -1,7 +1,7 @@
 /* client.c — the command-line clients of `fluebox serve` (docs/server.md):
  *   fluebox session create [RUN OPTIONS] [--ttl D] [--idle-timeout D] [--json]
  *   fluebox session rm ID... | ls [--json] | info ID
- *   fluebox exec [--cwd DIR] [--env K=V]... [--timeout D] [-i] ID [--] CMD [ARGS...]
+ *   fluebox exec [--cwd DIR] [--env K=V]... [--timeout D] [-i] [-t] ID [--] CMD [ARGS...]
  *   fluebox cp [-p] [-r] SRC DST   (client_cp.c)
  * Each takes --socket PATH (default: as the server, docs/protocol.md 1).
  * They speak the wire protocol like any other client: one JSON line per
@@ -527,6 +527,12 @@ static int set_stdin(void *ctx, const struct fb_opt *o, const char *v, struct fb
     return 0;
 }
 
+static int set_tty(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct copts *)ctx)->tty = true;
+    return 0;
+}
+
 static const struct fb_opt exec_opts[] = {
     SOCKET_OPT,
     {"cwd", 0, FB_ARG_VALUE, "DIR", FB_OPT_ANY, set_exec_cwd,
@@ -537,6 +543,8 @@ static const struct fb_opt exec_opts[] = {
      "kill the command after this long (default: the session's)", NULL},
     {"stdin", 'i', FB_ARG_NONE, NULL, FB_OPT_ANY, set_stdin,
      "feed this process's standard input to the command as it comes", NULL},
+    {"tty", 't', FB_ARG_NONE, NULL, FB_OPT_ANY, set_tty,
+     "a terminal inside (-it from a terminal: raw mode, its size, Ctrl-C to the command)", NULL},
 };
 
 int write_decoded(int fd, const char *b64, size_t n)
@@ -612,6 +620,14 @@ int cmd_exec(int argc, char **argv)
     struct fb_err err = {0};
     if (want_stdin)
         json_object_set_new(params, "stdinOpen", json_true());
+    if (co.tty) {
+        int rows = 24, cols = 80;
+        cli_tty_size(&rows, &cols);
+        json_object_set_new(params, "tty", json_pack("{s:i, s:i}", "rows", rows, "cols", cols));
+        const char *term = getenv("TERM");
+        if (term && *term && !json_object_get(env, "TERM"))
+            json_object_set_new(env, "TERM", json_string(term));
+    }
     struct cli c;
     if (cli_connect(&c, sock, &err) < 0) {
         json_decref(params);
@@ -625,6 +641,8 @@ int cmd_exec(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGQUIT);
+    if (co.tty)
+        sigaddset(&set, SIGWINCH); /* the caller's terminal was resized */
     sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC);
@@ -635,6 +653,9 @@ int cmd_exec(int argc, char **argv)
         return FB_EXIT_SETUP;
     }
     int rc = FB_EXIT_SETUP;
+    /* -it from a terminal: every key goes to the terminal inside. */
+    if (co.tty && want_stdin)
+        cli_tty_raw(0);
     /* exec -i: stdin is fed while the command runs (one exec.write at a
      * time; wid is the one waiting for its answer, 0 when none). */
     bool feeding = want_stdin;
@@ -657,8 +678,17 @@ int cmd_exec(int argc, char **argv)
                     fb_warn("%s", err.msg);
             }
             if (sfd >= 0 && pf[1].revents) {
-                struct signalfd_siginfo si;
-                if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+                struct signalfd_siginfo si = {0};
+                int rows, cols;
+                if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGWINCH) {
+                    if (cli_tty_size(&rows, &cols)) {
+                        int64_t rid;
+                        cli_send(&c, "exec.resize",
+                                 json_pack("{s:s, s:s, s:i, s:i}", "session", sid, "execId", xid,
+                                           "rows", rows, "cols", cols),
+                                 &rid, &err);
+                    }
+                } else if (si.ssi_signo) {
                     int64_t kid;
                     json_t *kp = json_pack("{s:s, s:s, s:i}", "session", sid, "execId", xid,
                                            "signal", (int)si.ssi_signo);
@@ -708,6 +738,7 @@ int cmd_exec(int argc, char **argv)
         json_decref(m);
         break;
     }
+    cli_tty_restore();
     if (sfd >= 0)
         close(sfd);
     cli_close(&c);
