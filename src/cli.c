@@ -12,6 +12,7 @@
 
 #include "policy_set.h"
 #include "profile.h"
+#include "pty.h"
 
 #include <string.h>
 
@@ -281,6 +282,16 @@ static int set_quiet(void *ctx, const struct fb_opt *o, const char *v, struct fb
     return 0;
 }
 
+static int set_tty(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct fb_policy *p = POL(ctx);
+    p->tty = true;
+    p->tty_rows = 24;
+    p->tty_cols = 80;
+    fb_tty_size(&p->tty_rows, &p->tty_cols);
+    return 0;
+}
+
 static int set_print_path(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     POL(ctx)->print_path = true;
@@ -373,6 +384,10 @@ const struct fb_opt cli_policy_opts[] = {
     {"print-path", 0, FB_ARG_NONE, NULL, R | FB_OPT_QUIET, set_print_path,
      "print the inside PATH, the command and what is bound for it and the caller's "
      "interpreters, with the reasons; run nothing (the command is optional)", NULL},
+    {"tty", 't', FB_ARG_NONE, NULL, R | FB_OPT_QUIET, set_tty,
+     "the command on a terminal inside, of the caller's terminal size, relayed to the "
+     "caller's (in raw mode when stdin is one: every key, Ctrl-C too, goes inside)",
+     "Terminal:"},
 };
 const size_t cli_npolicy_opts = FB_ARRAY_LEN(cli_policy_opts);
 

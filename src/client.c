@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "client.h"
+#include "pty.h"
 #include "toolchain.h"
 
 #include <fcntl.h>
@@ -622,7 +623,7 @@ int cmd_exec(int argc, char **argv)
         json_object_set_new(params, "stdinOpen", json_true());
     if (co.tty) {
         int rows = 24, cols = 80;
-        cli_tty_size(&rows, &cols);
+        fb_tty_size(&rows, &cols);
         json_object_set_new(params, "tty", json_pack("{s:i, s:i}", "rows", rows, "cols", cols));
         const char *term = getenv("TERM");
         if (term && *term && !json_object_get(env, "TERM"))
@@ -655,7 +656,7 @@ int cmd_exec(int argc, char **argv)
     int rc = FB_EXIT_SETUP;
     /* -it from a terminal: every key goes to the terminal inside. */
     if (co.tty && want_stdin)
-        cli_tty_raw(0);
+        fb_tty_raw(0);
     /* exec -i: stdin is fed while the command runs (one exec.write at a
      * time; wid is the one waiting for its answer, 0 when none). */
     bool feeding = want_stdin;
@@ -681,7 +682,7 @@ int cmd_exec(int argc, char **argv)
                 struct signalfd_siginfo si = {0};
                 int rows, cols;
                 if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si && si.ssi_signo == SIGWINCH) {
-                    if (cli_tty_size(&rows, &cols)) {
+                    if (fb_tty_size(&rows, &cols)) {
                         int64_t rid;
                         cli_send(&c, "exec.resize",
                                  json_pack("{s:s, s:s, s:i, s:i}", "session", sid, "execId", xid,
@@ -738,7 +739,7 @@ int cmd_exec(int argc, char **argv)
         json_decref(m);
         break;
     }
-    cli_tty_restore();
+    fb_tty_restore();
     if (sfd >= 0)
         close(sfd);
     cli_close(&c);

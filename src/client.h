@@ -43,12 +43,6 @@ int cli_feed_stdin(struct cli *c, const char *sid, const char *xid, int64_t *wid
 /* Decode base64 and write it to fd. */
 int write_decoded(int fd, const char *b64, size_t n);
 
-/* client_tty.c: exec -t. Raw mode for fd (a terminal; 0, or -1 when it
- * is not one), undone by cli_tty_restore (also at exit); the caller's
- * terminal size (false when none of 0, 1, 2 is a terminal). */
-int cli_tty_raw(int fd);
-void cli_tty_restore(void);
-bool cli_tty_size(int *rows, int *cols);
 
 /* The options every client subcommand shares, and their values. */
 struct copts {

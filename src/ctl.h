@@ -1,7 +1,7 @@
 /* ctl.h — messages between the supervisor and the sandbox's init over a
  * SOCK_SEQPACKET socketpair: fixed-size records, optional fds (SCM_RIGHTS).
- * Set-up uses GO, CGROUP, SECCOMP_PROG, ERR, NETFDS and READY; a run adds EXEC_ERR
- * and EXIT; sessions (session.c / sinit.c) add their own types from
+ * Set-up uses GO, CGROUP, SECCOMP_PROG, ERR, NETFDS and READY; a run adds EXEC_ERR,
+ * EXIT and (run -t) TTY; sessions (session.c / sinit.c) add their own types from
  * FB_MSG_SESSION. */
 #ifndef FB_CTL_H
 #define FB_CTL_H
@@ -27,6 +27,8 @@ enum fb_msg_type {
                           after the clone: the v1 "tasks" files to join (fds),
                           code/arg the RLIMIT_NPROC/RLIMIT_DATA fallbacks as
                           in GO, status 1 when pids is such a fallback */
+    FB_MSG_TTY,        /* init -> supervisor, after READY (run -t): the master
+                          of the command's terminal (fd) */
     FB_MSG_SESSION = 100,
 };
 

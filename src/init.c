@@ -10,6 +10,7 @@
 
 #include "ctl.h"
 #include "harden.h"
+#include "pty.h"
 #include "seccomp.h"
 
 #include <fcntl.h>
@@ -130,6 +131,16 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
         sinit_main(p, ctl);
     }
 
+    /* run -t: a terminal of the sandbox's own devpts for the command; the
+     * master goes to the supervisor, which relays it to the caller's. */
+    int ptm = -1, pts = -1;
+    if (p->tty) {
+        ptm = fb_pty_open(p->tty_rows, p->tty_cols, &pts);
+        if (ptm < 0) {
+            fb_errno(&err, FB_EXIT_SETUP, "opening a terminal (/dev/ptmx)");
+            fail(ctl, &err);
+        }
+    }
     char **env = harden_build_env(p);
     if (ctl_sendf(ctl, FB_MSG_READY, 0, "ready") < 0)
         _exit(FB_EXIT_SETUP);
@@ -141,9 +152,22 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
         fb_errno(&err, FB_EXIT_SETUP, "fork");
         fail(ctl, &err);
     }
-    if (cmd == 0)
+    if (cmd == 0) {
+        /* On the terminal: a session of its own, which init_exec_child's
+         * setpgid leaves as it is (a session leader's group is its own). */
+        if (ptm >= 0 && fb_pty_take(pts) < 0) {
+            ctl_sendf(ctl, FB_MSG_EXEC_ERR, FB_EXIT_SETUP, "the terminal: %s", strerror(errno));
+            _exit(FB_EXIT_SETUP);
+        }
         init_exec_child(p, p->argv, env, p->cwd, ctl);
+    }
     harden_free_env(env);
+    if (ptm >= 0) {
+        struct fb_msg m = {.type = FB_MSG_TTY};
+        ctl_send(ctl, &m, &ptm, 1);
+        close(ptm);
+        close(pts);
+    }
 
     for (;;) {
         struct signalfd_siginfo si;

@@ -206,6 +206,11 @@ struct fb_policy {
     /* Output. */
     char *report;          /* --report FILE|- */
     bool quiet;            /* suppress warnings */
+
+    /* run -t: the command's stdin/stdout/stderr are a terminal of the
+     * sandbox's own devpts of this size, relayed to the caller's. */
+    bool tty;
+    int tty_rows, tty_cols;
 };
 
 /* A policy with built-in defaults (no profile applied). */

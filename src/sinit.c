@@ -30,6 +30,7 @@
 #include "init.h"
 
 #include "ctl.h"
+#include "pty.h"
 #include "rmtree.h"
 #include "safeopen.h"
 #include "session.h"
@@ -48,10 +49,6 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-
-#ifndef TIOCGPTPEER
-#define TIOCGPTPEER 0x5441
-#endif
 
 enum job_kind { J_EXEC, J_READ, J_WRITE, J_LIST };
 
@@ -967,37 +964,25 @@ static void op_exec(int64_t tag, json_t *h, int *fds, size_t nfds)
      * controlling terminal in a new session; its master goes to the server
      * with the "started" record. */
     json_t *tty = json_object_get(h, "tty");
-    int ptm = -1;
+    int ptm = -1, pts = -1;
     if (json_is_object(tty)) {
-        ptm = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-        int unlock = 0;
-        if (ptm < 0 || ioctl(ptm, TIOCSPTLCK, &unlock) < 0) {
-            int e = errno;
-            if (ptm >= 0)
-                close(ptm);
-            return reply_errno(tag, e);
-        }
-        struct winsize ws = {.ws_row = (unsigned short)hint(tty, "rows", 24),
-                             .ws_col = (unsigned short)hint(tty, "cols", 80)};
-        ioctl(ptm, TIOCSWINSZ, &ws);
+        ptm = fb_pty_open((int)hint(tty, "rows", 24), (int)hint(tty, "cols", 80), &pts);
+        if (ptm < 0)
+            return reply_errno(tag, errno);
     }
     pid_t pid = raw_fork();
     if (pid < 0) {
         int e = errno;
-        if (ptm >= 0)
+        if (ptm >= 0) {
             close(ptm);
+            close(pts);
+        }
         return reply_errno(tag, e);
     }
     if (pid == 0) {
         if (ptm >= 0) {
-            /* A session of its own (so also a process group: kill(-pid)),
-             * the terminal its controlling one, stdin/stdout/stderr on it. */
-            int pts = setsid() < 0 ? -1 : ioctl(ptm, TIOCGPTPEER, O_RDWR | O_NOCTTY);
-            if (pts < 0 || ioctl(pts, TIOCSCTTY, 0) < 0 || dup2(pts, 0) < 0 || dup2(pts, 1) < 0 ||
-                dup2(pts, 2) < 0)
+            if (fb_pty_take(pts) < 0)
                 _exit(FB_EXIT_SETUP);
-            if (pts > 2)
-                close(pts);
         } else {
             setpgid(0, 0);
             int in = has_stdin ? fds[2] : open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -1017,8 +1002,10 @@ static void op_exec(int64_t tag, json_t *h, int *fds, size_t nfds)
     job_add(pid, tag, J_EXEC, 0);
     send_rec_fds(json_pack("{s:s, s:I, s:i}", "op", "started", "t", (json_int_t)tag, "pid", (int)pid),
                  NULL, 0, ptm >= 0 ? &ptm : NULL, ptm >= 0 ? 1 : 0);
-    if (ptm >= 0)
+    if (ptm >= 0) {
         close(ptm);
+        close(pts);
+    }
 }
 
 /* Sockets of this network namespace for a published port's connection. */

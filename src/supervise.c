@@ -6,12 +6,14 @@
 
 #include "ctl.h"
 #include "init.h"
+#include "pty.h"
 #include "report.h"
 #include "scnotify.h"
 #include "spawn.h"
 
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -21,7 +23,10 @@
 
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-enum { K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS, K_SECCOMP, K_GRACE, K_DISK };
+enum {
+    K_PIDFD = 1, K_CTL, K_SIG, K_TIMER, K_EGRESS, K_SECCOMP, K_GRACE, K_DISK,
+    K_PTM, K_TTYIN, K_TTYOUT
+};
 
 /* How often a --cow-upper layer is measured against --disk (cow.c). */
 #define DISK_CHECK_NS 500000000L
@@ -43,6 +48,89 @@ static int ep_add(int ep, int fd, uint32_t key)
 {
     struct epoll_event ev = {.events = EPOLLIN, .data.u32 = key};
     return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* run -t: the terminal inside. */
+struct tty_side {
+    struct fb_pty_relay r;
+    bool on;
+    bool out_pollable;
+};
+
+/* The caller's terminal size onto the master (the kernel sends SIGWINCH to
+ * the terminal's foreground process group when it changes). */
+static void tty_resize(struct tty_side *t)
+{
+    int rows, cols;
+    if (t->on && fb_tty_size(&rows, &cols)) {
+        struct winsize ws = {.ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols};
+        ioctl(t->r.ptm, TIOCSWINSZ, &ws);
+    }
+}
+
+/* The master from init: relay it to the caller's stdin and stdout; the
+ * caller's terminal (stdin) in raw mode until the run ends. fds the
+ * caller gave that epoll cannot watch (a file, /dev/null) are always
+ * ready: they are read or written without waiting. */
+static void tty_start(struct tty_side *t, int ep, int ptm)
+{
+    fb_relay_init(&t->r, 0, 1, ptm);
+    t->on = true;
+    struct epoll_event ev = {.events = 0, .data.u32 = K_PTM};
+    epoll_ctl(ep, EPOLL_CTL_ADD, ptm, &ev);
+    ev.data.u32 = K_TTYIN;
+    t->r.in_pollable = epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev) == 0;
+    ev.data.u32 = K_TTYOUT;
+    t->out_pollable = epoll_ctl(ep, EPOLL_CTL_ADD, 1, &ev) == 0;
+    fb_tty_raw(0);
+    tty_resize(t);
+}
+
+/* What to wait for next; returns the epoll timeout (0 when stdin cannot
+ * be polled and has something to give). */
+static int tty_arm(struct tty_side *t, int ep)
+{
+    if (!t->on)
+        return -1;
+    uint32_t mev;
+    bool want_in, want_out, busy;
+    fb_relay_wants(&t->r, &mev, &want_in, &want_out, &busy);
+    if (want_out && !t->out_pollable) {
+        fb_relay_out(&t->r); /* a file: written at once */
+        fb_relay_wants(&t->r, &mev, &want_in, &want_out, &busy);
+    }
+    struct epoll_event ev = {.events = mev, .data.u32 = K_PTM};
+    if (t->r.m_hup)
+        epoll_ctl(ep, EPOLL_CTL_DEL, t->r.ptm, NULL);
+    else
+        epoll_ctl(ep, EPOLL_CTL_MOD, t->r.ptm, &ev);
+    if (t->r.in_pollable) {
+        ev = (struct epoll_event){.events = want_in ? EPOLLIN : 0, .data.u32 = K_TTYIN};
+        if (t->r.in_eof)
+            epoll_ctl(ep, EPOLL_CTL_DEL, 0, NULL);
+        else
+            epoll_ctl(ep, EPOLL_CTL_MOD, 0, &ev);
+    }
+    if (t->out_pollable) {
+        ev = (struct epoll_event){.events = want_out ? EPOLLOUT : 0, .data.u32 = K_TTYOUT};
+        if (t->r.out_gone)
+            epoll_ctl(ep, EPOLL_CTL_DEL, 1, NULL);
+        else
+            epoll_ctl(ep, EPOLL_CTL_MOD, 1, &ev);
+    }
+    return busy ? 0 : -1;
+}
+
+/* The run is over: what the terminal still holds goes out, the caller's
+ * terminal is put back. */
+static void tty_end(struct tty_side *t)
+{
+    if (!t->on)
+        return;
+    fb_relay_drain(&t->r);
+    fb_tty_restore();
+    close(t->r.ptm);
+    t->on = false;
 }
 
 static int64_t tv_ms(struct timeval tv)
@@ -162,9 +250,14 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
 
     bool have_status = false, init_gone = false, disk_killed = false;
     int wstatus = 0;
+    struct tty_side tty = {.on = false};
     while (!init_gone) {
         struct epoll_event evs[8];
-        int n = epoll_wait(ep, evs, 8, -1);
+        int wait_ms = tty_arm(&tty, ep);
+        if (wait_ms == 0)
+            fb_relay_in(&tty.r); /* stdin a file: read without waiting */
+        wait_ms = tty_arm(&tty, ep);
+        int n = epoll_wait(ep, evs, 8, wait_ms);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -178,23 +271,42 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
                 break;
             case K_CTL: {
                 struct fb_msg m;
-                int r = ctl_recv(sb.ctl, &m, NULL, NULL);
+                int mfd = -1;
+                size_t nfd = 1;
+                int r = ctl_recv(sb.ctl, &m, &mfd, &nfd);
                 if (r <= 0) {
                     epoll_ctl(ep, EPOLL_CTL_DEL, sb.ctl, NULL);
                     break;
                 }
-                if (m.type == FB_MSG_EXIT) {
+                if (m.type == FB_MSG_TTY && nfd == 1 && p->tty && !tty.on) {
+                    tty_start(&tty, ep, fb_steal_fd(mfd));
+                } else if (m.type == FB_MSG_EXIT) {
                     have_status = true;
                     wstatus = m.status;
                 } else if (m.type == FB_MSG_EXEC_ERR) {
                     snprintf(res->error, sizeof res->error, "%s", m.text);
                 }
+                if (nfd && mfd >= 0)
+                    close(mfd);
                 break;
             }
+            case K_PTM:
+                fb_relay_master(&tty.r);
+                break;
+            case K_TTYIN:
+                fb_relay_in(&tty.r);
+                break;
+            case K_TTYOUT:
+                fb_relay_out(&tty.r);
+                break;
             case K_SIG: {
                 struct signalfd_siginfo si;
                 while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
                     int sig = (int)si.ssi_signo;
+                    if (sig == SIGWINCH && p->tty) {
+                        tty_resize(&tty); /* the terminal inside tells its own */
+                        continue;
+                    }
                     syscall(SYS_pidfd_send_signal, sb.pidfd, sig, NULL, 0);
                     if (!ending_signal(sig) || grace_killing)
                         continue;
@@ -272,6 +384,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
             }
         }
     }
+    tty_end(&tty);
     /* Drain a final EXIT that raced with init's exit. */
     if (!have_status) {
         struct fb_msg m;
@@ -365,6 +478,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     return 0;
 
 fatal:
+    tty_end(&tty);
     scnotify_finish(scn, NULL);
     sandbox_kill(&sb);
     sandbox_release(&sb);
