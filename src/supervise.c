@@ -95,8 +95,8 @@ static int tty_arm(struct tty_side *t, int ep)
     uint32_t mev;
     bool want_in, want_out, busy;
     fb_relay_wants(&t->r, &mev, &want_in, &want_out, &busy);
-    if (want_out && !t->out_pollable) {
-        fb_relay_out(&t->r); /* a file: written at once */
+    while (want_out && !t->out_pollable) {
+        fb_relay_out(&t->r); /* a file: written at once (dropped if it fails) */
         fb_relay_wants(&t->r, &mev, &want_in, &want_out, &busy);
     }
     struct epoll_event ev = {.events = mev, .data.u32 = K_PTM};
@@ -203,6 +203,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     cleanup_close int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     cleanup_close int tfd = -1, dfd = -1;
     cleanup_close int gfd = -1; /* the grace period after an ending signal */
+    struct tty_side tty = {.on = false}; /* run -t */
     int got_signal = 0;         /* the first ending signal forwarded */
     bool grace_killing = false;
     struct fb_scn *scn = NULL; /* seccomp notifications (--seccomp-log, learn) */
@@ -250,7 +251,6 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
 
     bool have_status = false, init_gone = false, disk_killed = false;
     int wstatus = 0;
-    struct tty_side tty = {.on = false};
     while (!init_gone) {
         struct epoll_event evs[8];
         int wait_ms = tty_arm(&tty, ep);

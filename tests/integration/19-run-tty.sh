@@ -193,6 +193,12 @@ if [ $RC = 0 ] && grep -q '^TTY' "$OUTF" && [ "$(grep -c '^two' "$OUTF")" -ge 1 
 else
   fail "run -t with a pipe" "rc=$RC $(tr '\r\n' '  ' <"$OUTF") $(cat "$T/pipe.err")"
 fi
+run_fb run -t -- seq 1 20000
+if [ "$RC" = 0 ] && [ "$(printf %s "$OUT" | tr -d '\r' | tail -n 1)" = 20000 ] && [ "$(printf %s "$OUT" | wc -l)" -ge 19999 ]; then
+  ok "run -t with stdout a file: all of the output arrives"
+else
+  fail "run -t output to a file" "rc=$RC $(printf %s "$OUT" | tail -c 100) $ERR"
+fi
 expect_rc "run -t with stdin /dev/null: the exit status passes through" 5 run -t -- sh -c 'exit 5'
 
 no_leftovers "run -t leaves nothing behind"
