@@ -579,6 +579,19 @@ int cli_feed_stdin(struct cli *c, const char *sid, const char *xid, int64_t *wid
     return cli_send(c, "exec.write", p, wid, err) < 0 ? -1 : 0;
 }
 
+bool cli_feed_answered(json_t *m, int64_t *wid, bool *feeding)
+{
+    json_t *mid = json_object_get(m, "id");
+    if (!*wid || !json_is_integer(mid) || json_integer_value(mid) != *wid)
+        return false;
+    /* An error: the command closed its stdin or ended. */
+    *wid = 0;
+    if (json_object_get(m, "error"))
+        *feeding = false;
+    json_decref(m);
+    return true;
+}
+
 int cmd_exec(int argc, char **argv)
 {
     struct copts co = {.timeout = -1, .env = json_object()};
@@ -704,16 +717,9 @@ int cmd_exec(int argc, char **argv)
             fb_warn("%s", err.msg);
             break;
         }
-        json_t *mid = json_object_get(m, "id");
-        if (wid && json_is_integer(mid) && json_integer_value(mid) == wid) {
-            /* exec.write's answer: the next piece may go. An error (the
-             * command closed its stdin or ended) ends the feeding. */
-            wid = 0;
-            if (json_object_get(m, "error"))
-                feeding = false;
-            json_decref(m);
+        if (cli_feed_answered(m, &wid, &feeding))
             continue;
-        }
+        json_t *mid = json_object_get(m, "id");
         if (!json_is_integer(mid) || json_integer_value(mid) != id) {
             json_decref(m);
             continue; /* exec.kill's answer, or a stray error */

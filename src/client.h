@@ -40,6 +40,10 @@ char *cli_fix_path_opt(const struct fb_opt *o, const char *v);
  * write, -1 on error. */
 int cli_feed_stdin(struct cli *c, const char *sid, const char *xid, int64_t *wid,
                    struct fb_err *err);
+/* True when m is the answer to the exec.write *wid waits for: then the next
+ * piece may go (*wid = 0), an error ends the feeding (*feeding = false), and
+ * m is released. */
+bool cli_feed_answered(json_t *m, int64_t *wid, bool *feeding);
 /* Decode base64 and write it to fd. */
 int write_decoded(int fd, const char *b64, size_t n);
 

@@ -180,16 +180,9 @@ static int stream_exec(struct cli *c, int64_t id, const char *sid, const char *x
             fb_warn("%s", err.msg);
             return FB_EXIT_SETUP;
         }
-        json_t *mid = json_object_get(m, "id");
-        if (wid && json_is_integer(mid) && json_integer_value(mid) == wid) {
-            /* exec.write's answer: the next piece may go. An error (the
-             * command closed its stdin, or ended) ends the feeding. */
-            wid = 0;
-            if (json_object_get(m, "error"))
-                feeding = false;
-            json_decref(m);
+        if (cli_feed_answered(m, &wid, &feeding))
             continue;
-        }
+        json_t *mid = json_object_get(m, "id");
         if (!json_is_integer(mid) || json_integer_value(mid) != id) {
             json_t *er = json_object_get(m, "error");
             if (er && !json_is_integer(mid)) { /* the connection refused */
