@@ -154,6 +154,8 @@ static int next_timeout_ms(struct srv *srv)
     }
     if (srv->lim.pool > 0 && srv->pool_retry_ns && srv->pool_ready + srv->pool_pending < srv->lim.pool && srv->pool_retry_ns < best)
         best = srv->pool_retry_ns;
+    if (srv->pool_defer_ns && srv->pool_defer_ns < best)
+        best = srv->pool_defer_ns;
     if (srv->listen_paused_until && srv->listen_paused_until < best)
         best = srv->listen_paused_until;
     if (srv->ports_paused_until && srv->ports_paused_until < best)
@@ -208,6 +210,8 @@ static void run_timers(struct srv *srv)
         srv->ports_paused_until = 0;
         ports_resume(srv);
     }
+    if (srv->pool_defer_ns && now >= srv->pool_defer_ns)
+        pool_refill(srv);
     if (srv->pool_retry_ns && now >= srv->pool_retry_ns) {
         srv->pool_retry_ns = 0;
         pool_refill(srv);

@@ -211,6 +211,7 @@ struct srv {
     struct sess *sesss;
     int pool_ready, pool_pending;
     uint64_t pool_retry_ns;
+    uint64_t pool_defer_ns; /* a refill put off after a take (server_sess.c), 0 = none */
     bool pool_warned;          /* the pool's "not applied" note was shown */
     bool stopping;
     int64_t sandbox_nofile;    /* RLIMIT_NOFILE of sessions that set none */

@@ -525,6 +525,9 @@ static void log_created(struct sess *ss)
     srv_log_event(ss, ss->s->fork ? "forked" : "created", f);
 }
 
+/* How long a refill waits after a take while the pool has more ready. */
+#define POOL_DEFER_NS 100000000ull
+
 static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
                                struct session_params *sp, json_t *params, json_t *publish)
 {
@@ -561,7 +564,14 @@ static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
             ports_start(ss);
             log_created(ss);
             send_result(c, id, sess_info(ss, NULL));
-            pool_refill(srv);
+            /* While another sandbox is ready, the refill waits a little (or
+             * until this session is released, release_done): spawning now
+             * would compete for the CPUs with this session's first requests
+             * (a one-shot run's exec and destroy). */
+            if (srv->pool_ready && !srv->pool_defer_ns)
+                srv->pool_defer_ns = now_ns() + POOL_DEFER_NS;
+            else if (!srv->pool_ready)
+                pool_refill(srv);
             return;
         }
     }
@@ -734,6 +744,7 @@ void release_done(struct srv *srv, struct fb_session *s)
 
 void pool_refill(struct srv *srv)
 {
+    srv->pool_defer_ns = 0;
     if (srv->stopping || srv->lim.pool <= 0 || now_ns() < srv->pool_retry_ns)
         return;
     while (srv->pool_ready + srv->pool_pending < srv->lim.pool) {
@@ -742,18 +753,11 @@ void pool_refill(struct srv *srv)
             return;
         }
         struct fb_session *s = session_new();
-        struct fb_err err = {0};
-        policy_free(&s->pol);
-        if (session_pool_policy(&s->pol, &err) < 0) {
-            fb_warn("%s", err.msg);
-            session_free(s);
-            srv->pool_retry_ns = now_ns() + 10000000000ull;
-            return;
-        }
-        if (!s->pol.limits.nofile)
-            s->pol.limits.nofile = srv->sandbox_nofile;
+        /* Its policy is built by the worker (session.c), off this loop. */
+        s->pool_policy = true;
+        s->pool_nofile = srv->sandbox_nofile;
         /* Say what cannot be applied once, not at every refill. */
-        s->pol.quiet = s->pol.quiet || srv->pool_warned;
+        s->pool_quiet = srv->pool_warned;
         srv->pool_warned = true;
         struct session_params sp = {0};
         sp.idle_ms = 1800000;

@@ -410,9 +410,9 @@ static bool pool_fits(json_t *params)
     return true;
 }
 
-int session_policy_from_params(json_t *params, const struct foreign_rules *foreign,
-                               struct fb_policy *p, struct session_params *sp,
-                               struct proto_err *e)
+static int policy_from_params(json_t *params, const struct foreign_rules *foreign,
+                              struct fb_policy *p, struct session_params *sp,
+                              struct proto_err *e)
 {
     memset(sp, 0, sizeof *sp);
     policy_init(p);
@@ -521,6 +521,20 @@ out:
         policy_free(p);
         policy_init(p);
     }
+    return rc;
+}
+
+/* Policies are built by the server's loop (session.create, fork) and by
+ * the worker (a pool sandbox's): one at a time. */
+static pthread_mutex_t polmu = PTHREAD_MUTEX_INITIALIZER;
+
+int session_policy_from_params(json_t *params, const struct foreign_rules *foreign,
+                               struct fb_policy *p, struct session_params *sp,
+                               struct proto_err *e)
+{
+    pthread_mutex_lock(&polmu);
+    int rc = policy_from_params(params, foreign, p, sp, e);
+    pthread_mutex_unlock(&polmu);
     return rc;
 }
 
@@ -758,6 +772,21 @@ void worker_hold(void)
     pthread_mutex_unlock(&wmu);
 }
 
+/* A pool sandbox's policy, built here rather than on the server's loop:
+ * the toolchain look-ups of policy_finish would hold up the requests that
+ * follow the session.create which took from the pool (an exec, mostly). */
+static int pool_policy_build(struct fb_session *s)
+{
+    policy_free(&s->pol);
+    if (session_pool_policy(&s->pol, &s->spawn_err) < 0)
+        return -1;
+    if (!s->pol.limits.nofile)
+        s->pol.limits.nofile = s->pool_nofile;
+    s->pol.quiet = s->pol.quiet || s->pool_quiet;
+    s->pool_policy = false;
+    return 0;
+}
+
 static void *worker_main(void *arg)
 {
     (void)arg;
@@ -781,7 +810,9 @@ static void *worker_main(void *arg)
         } else if (j->kind == WJ_SPAWN) {
             memset(&s->spawn_err, 0, sizeof s->spawn_err);
             struct fb_seed seed;
-            if (s->fork) {
+            if (s->pool_policy && pool_policy_build(s) < 0) {
+                s->spawn_rc = -1;
+            } else if (s->fork) {
                 fork_seed(s->fork, &seed);
                 s->spawn_rc = sandbox_spawn_seeded(&s->pol, FB_MODE_SESSION, &seed, &s->sb,
                                                    &s->spawn_err);
@@ -842,11 +873,20 @@ void worker_submit(struct fb_session *s, enum worker_job kind)
     j->s = s;
     j->kind = kind;
     pthread_mutex_lock(&wmu);
-    if (wq_tail)
-        wq_tail->next = j;
-    else
+    if (kind == WJ_RELEASE) {
+        /* Ahead of the spawns waiting (pool refills, mostly): a release
+         * answers a session.destroy and frees what a spawn may need. */
+        j->next = wq_head;
         wq_head = j;
-    wq_tail = j;
+        if (!wq_tail)
+            wq_tail = j;
+    } else {
+        if (wq_tail)
+            wq_tail->next = j;
+        else
+            wq_head = j;
+        wq_tail = j;
+    }
     pthread_cond_signal(&wcv);
     pthread_mutex_unlock(&wmu);
 }

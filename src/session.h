@@ -64,6 +64,11 @@ struct fb_session {
     char forked_from[24];   /* the original's id, or "" */
     struct fb_err spawn_err;
     int spawn_rc;
+    /* A pool sandbox: the worker builds its policy (session_pool_policy)
+     * before spawning it, off the server's loop; with these set over it. */
+    bool pool_policy;
+    bool pool_quiet;
+    int64_t pool_nofile;
     void *srv;              /* the server's per-session state (struct sess, server.h) */
 };
 
