@@ -236,8 +236,11 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         ep_add(ep, tfd, K_TIMER);
     }
 
+    bool disk_killed = false; /* the command was stopped for --disk */
     if (sb.cow && cow_upper_over(sb.cow)) {
-        /* Reached --disk already while the sandbox was set up. */
+        /* Reached --disk already: the command may have run and written
+         * before this loop started (a loaded machine). */
+        disk_killed = true;
         syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
     } else if (sb.cow && sb.cow->persistent && sb.cow->disk > 0) {
         dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -249,7 +252,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         ep_add(ep, dfd, K_DISK);
     }
 
-    bool have_status = false, init_gone = false, disk_killed = false;
+    bool have_status = false, init_gone = false;
     int wstatus = 0;
     while (!init_gone) {
         struct epoll_event evs[8];
