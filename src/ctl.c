@@ -65,11 +65,22 @@ ssize_t ctl_recvmsg(int sock, void *buf, size_t cap, int *fds, size_t *nfds, int
     if (nfds)
         *nfds = 0;
     ssize_t n;
-    do
+    bool reset_seen = false;
+    for (;;) {
         n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
-    while (n < 0 && errno == EINTR);
-    if (n < 0)
+        if (n >= 0)
+            break;
+        if (errno == EINTR)
+            continue;
+        /* The peer closed with messages of ours unread: the kernel reports
+         * that once, before the messages it had sent us (such as the error
+         * that made it exit). Read on for them; then comes end-of-file. */
+        if (errno == ECONNRESET && !reset_seen) {
+            reset_seen = true;
+            continue;
+        }
         return -1;
+    }
     /* Collect (or close) any passed fds, whatever the message says. */
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
