@@ -154,9 +154,14 @@ own_run_cgroup() {
   done <<< "$cgs"
 }
 leave_run_cgroup() {
-  local parent
+  local parent pid
   for parent in "${RUN_CGROUPS[@]+"${RUN_CGROUPS[@]}"}"; do
+    # This shell and whatever of the run is still ending (a pipe's other
+    # side, a child on its way out) go back, so the directory can go.
     echo $$ > "$parent/cgroup.procs" 2>/dev/null
+    while read -r pid; do
+      echo "$pid" > "$parent/cgroup.procs" 2>/dev/null
+    done < <(cat "$parent/fbrun-$$/cgroup.procs" 2>/dev/null)
     find "$parent/fbrun-$$" -depth -type d -exec rmdir {} + 2>/dev/null
   done
 }
