@@ -92,8 +92,14 @@ run_suite() {
 finish() {
   echo
   if [ "$NSUITE" = 0 ]; then FAIL=$((FAIL + 1)); FAILED+=("no suite ran (FB_ONLY='${FB_ONLY:-}' matches none?)"); fi
-  if [ "$FAIL" -gt 0 ]; then echo "failures:"; printf '  %s\n' "${FAILED[@]}"; fi
+  # Skips first, failures last: a log read from its tail (as CI shows it)
+  # names every failure right above the count. Each failure is one line.
   if [ "$SKIP" -gt 0 ]; then echo "skipped:"; printf '  %s\n' "${SKIPPED[@]}"; fi
+  if [ "$FAIL" -gt 0 ]; then
+    echo "failures:"
+    local f
+    for f in "${FAILED[@]}"; do printf '  %s\n' "$(printf '%s' "$f" | tr '\n' ' ' | cut -c1-400)"; done
+  fi
   echo "$PASS passed, $FAIL failed, $SKIP skipped"
   [ "$FAIL" = 0 ]
 }
