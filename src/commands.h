@@ -3,7 +3,7 @@
 #ifndef FB_COMMANDS_H
 #define FB_COMMANDS_H
 
-int cmd_profile(int argc, char **argv); /* profile.c */
+int cmd_profile(int argc, char **argv); /* profile_cmd.c */
 int cmd_learn(int argc, char **argv);   /* learn.c */
 int cmd_serve(int argc, char **argv);   /* server.c */
 int cmd_session(int argc, char **argv); /* client.c */

@@ -1,5 +1,5 @@
 /* main.c — subcommand dispatch. Each subcommand lives with its concern:
- * run (here, through supervise.c), profile (profile.c), learn (learn.c),
+ * run (here, through supervise.c), profile (profile_cmd.c), learn (learn.c),
  * serve / session / exec / cp (server*.c, client.c). */
 #include "cli.h"
 #include "client.h"

@@ -1871,7 +1871,7 @@ int seccomp_validate(const struct fb_policy *p, struct fb_err *err)
                                r->name, k);
     }
     /* The rules' consistency is checked file by file while loading
-     * (profile.c): every syscall's rules come from one file. */
+     * (profile_rules.c): every syscall's rules come from one file. */
     fixed_ready();
     for (size_t i = 0; i < FB_ARRAY_LEN(init_needs); i++) {
         int nr = seccomp_syscall_nr(init_needs[i].name);
