@@ -27,20 +27,6 @@ static struct hier all[16];
 static size_t nall;
 static bool all_found;
 
-static bool has_tok(const char *list, const char *tok)
-{
-    size_t tl = strlen(tok);
-    for (const char *s = list; *s;) {
-        size_t l = strcspn(s, ",");
-        if (l == tl && !strncmp(s, tok, tl))
-            return true;
-        s += l;
-        if (*s == ',')
-            s++;
-    }
-    return false;
-}
-
 /* Our cgroup in the hierarchy of a /proc/self/cgroup line whose controller
  * list shares a name with opts (v1), or the "0::" line (v2). */
 static char *own_of(const char *self, int version, const char *opts)
@@ -61,7 +47,7 @@ static char *own_of(const char *self, int version, const char *opts)
                     size_t l = strcspn(s, ",");
                     char tok[64];
                     snprintf(tok, sizeof tok, "%.*s", (int)(l < sizeof tok ? l : sizeof tok - 1), s);
-                    match = *tok && has_tok(opts, tok);
+                    match = *tok && cg_has_token(opts, tok);
                     s += l;
                     if (*s == ',')
                         s++;
@@ -116,13 +102,13 @@ static void find_all(void)
         struct hier h = {.version = version, .mnt = fb_xstrdup(fields[4]),
                          .names = fb_xstrdup(version == 1 ? super : "")};
         if (version == 1) {
-            if (has_tok(super, "memory"))
+            if (cg_has_token(super, "memory"))
                 h.ctrls |= BIT(C_MEM);
-            if (has_tok(super, "pids"))
+            if (cg_has_token(super, "pids"))
                 h.ctrls |= BIT(C_PIDS);
-            if (has_tok(super, "cpu"))
+            if (cg_has_token(super, "cpu"))
                 h.ctrls |= BIT(C_CPU);
-            h.cpuacct = has_tok(super, "cpuacct");
+            h.cpuacct = cg_has_token(super, "cpuacct");
         } else {
             char ctl[256] = "";
             cleanup_free char *cf = fb_xasprintf("%s/cgroup.controllers", h.mnt);
@@ -213,7 +199,7 @@ static int mkdir_path(const struct hier *h, const char *dir, char **top)
         errno = ENAMETOOLONG;
         return -1;
     }
-    bool cpuset = h->version == 1 && has_tok(h->names, "cpuset");
+    bool cpuset = h->version == 1 && cg_has_token(h->names, "cpuset");
     for (char *s = buf + strlen(h->mnt) + 1;; s++) {
         char *slash = strchr(s, '/');
         if (slash)
@@ -370,7 +356,7 @@ static const struct cg_dir *dir_of(const struct fb_cgroup *cg, const char *ctrl)
 {
     for (size_t i = 0; i < cg->ndirs; i++) {
         const struct cg_dir *d = &cg->dirs[i];
-        if (d->h->version == 1 && d->h->names && has_tok(d->h->names, ctrl))
+        if (d->h->version == 1 && d->h->names && cg_has_token(d->h->names, ctrl))
             return d;
     }
     for (size_t i = 0; i < cg->ndirs; i++)
@@ -459,7 +445,7 @@ static void nap(void)
 int cgroup_freeze(const struct fb_cgroup *cg, bool frozen, struct fb_err *err)
 {
     const struct cg_dir *d = dir_of(cg, "freezer");
-    if (!d || (d->h->version == 1 && !has_tok(d->h->names, "freezer")))
+    if (!d || (d->h->version == 1 && !cg_has_token(d->h->names, "freezer")))
         return fb_errf(err, FB_EXIT_SETUP, "no freezer cgroup: cannot %s",
                        frozen ? "pause" : "resume");
     bool v2 = d->h->version == 2;
@@ -485,7 +471,7 @@ int cgroup_frozen(const struct fb_cgroup *cg)
         return 0;
     char buf[256];
     if (d->h->version == 1) {
-        if (!has_tok(d->h->names, "freezer") ||
+        if (!cg_has_token(d->h->names, "freezer") ||
             fb_read_fileat(d->fd, "freezer.state", buf, sizeof buf) <= 0)
             return 0;
         return !strncmp(buf, "FROZEN", 6);

@@ -1,6 +1,7 @@
-/* cgroup_int.h — what cgroup.c and cgroup_at.c share: the hierarchies, the
- * directories of one cgroup and the helpers both use. Not for other files:
- * they use cgroup.h. */
+/* cgroup_int.h — what the cgroup files share (cgroup.c, cgroup_hier.c,
+ * cgroup_v2.c, cgroup_limits.c, cgroup_attach.c, and cgroup_at.c): the
+ * hierarchies, the directories of one cgroup and the helpers they use. Not
+ * for other files: they use cgroup.h. */
 #ifndef FB_CGROUP_INT_H
 #define FB_CGROUP_INT_H
 
@@ -17,9 +18,9 @@ struct hier {
     char *mnt;        /* mount point */
     char *own;        /* absolute path of fluebox's own cgroup, NULL if unusable */
     char *names;      /* cgroup_at.c's discovery: v1 mount options (the
-                         controllers), NULL in cgroup.c's own */
-    /* cgroup.c, v2: what fluebox changed to pass controllers down
-     * (v2_delegate), undone when its last run here ends (v2_restore). */
+                         controllers), NULL in cgroup_hier.c's own */
+    /* cgroup_v2.c: what fluebox changed to pass controllers down
+     * (cg_v2_delegate), undone when its last run here ends (cg_v2_restore). */
     unsigned own_added;    /* controllers it enabled in own's cgroup.subtree_control */
     unsigned parent_added; /* ... in <own>/fluebox's */
     char *self_leaf;       /* <own>/fluebox/fluebox-PID-self while fluebox is in it */
@@ -53,13 +54,51 @@ struct fb_cgroup {
     char cause[160];         /* the first reason, short, for the one warning */
 };
 
+/* "memory", "pids", "cpu", by C_* index (cgroup_hier.c). */
+extern const char *const cg_ctrl_name[C_N];
+
+/* ---- cgroup.c: the run's cgroup ---- */
 unsigned cg_wanted_of(const struct fb_limits *l);
-/* Write the limits of the controllers held in d; returns the bits applied. */
-unsigned cg_write_limits(struct fb_cgroup *cg, struct cg_dir *d, const struct fb_limits *l);
 void cg_finish_strings(struct fb_cgroup *cg);
 /* Kill whatever is in d; remove d (and d->parent, d->top when empty). */
 void cg_kill_all(const struct cg_dir *d);
 void cg_dir_remove(struct cg_dir *d);
 int cg_rmdir_retry(const char *path);
+/* Why something was not applied: appended to cg->reason ("; " between),
+ * and the first short cause kept in cg->cause for the one warning. */
+void cg_add_reason(struct fb_cgroup *cg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void cg_set_cause(struct fb_cgroup *cg, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* The short cause of a failed mkdir/write/attach on cgroupfs. */
+void cg_cause_errno(struct fb_cgroup *cg, int e);
+/* "memory,pids" for the C_* bits in bits. */
+void cg_names_of(unsigned bits, char *buf, size_t cap);
+
+/* ---- cgroup_hier.c: the hierarchies (found once per process) ---- */
+void cg_discover(void);
+struct hier *cg_find_v2(void);
+struct hier *cg_find_v1(int c);
+/* Whether tok is one of the comma-separated names of list. */
+bool cg_has_token(const char *list, const char *tok);
+/* h as one of cg_discover's hierarchies (writable), or NULL when it is
+ * not one (cgroup_at.c's). */
+struct hier *cg_own_hier(const struct hier *h);
+/* Remove what a SIGKILLed fluebox left in parent (<own>/fluebox of h),
+ * the first time this process uses h. */
+void cg_sweep_once(const struct hier *h, const char *parent);
+
+/* ---- cgroup_v2.c: passing controllers down ---- */
+/* The controllers fluebox's own v2 cgroup offers (C_* bits), read once. */
+unsigned cg_v2_controllers(const struct hier *v2);
+/* Make the controllers in bits available to the children of parent
+ * (<own>/fluebox); -1 with the reason recorded in cg and errno set. */
+int cg_v2_delegate(struct fb_cgroup *cg, struct hier *h, const char *parent, unsigned bits);
+/* Undo what cg_v2_delegate changed in h (best effort). */
+void cg_v2_restore(struct hier *h);
+
+/* ---- cgroup_limits.c ---- */
+/* Write the limits of the controllers held in d; returns the bits applied. */
+unsigned cg_write_limits(struct fb_cgroup *cg, struct cg_dir *d, const struct fb_limits *l);
 
 #endif
