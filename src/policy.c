@@ -57,6 +57,40 @@ void policy_clear_rules(struct fb_policy *p)
     p->seccomp.nrules = 0;
 }
 
+void tool_binds_free(struct fb_tool_bind *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(b[i].src);
+        free(b[i].dst);
+        free(b[i].why);
+    }
+    free(b);
+}
+
+void tool_binds_append(struct fb_policy *p, const struct fb_tool_bind *b, size_t n)
+{
+    if (!n)
+        return;
+    p->tool_binds = fb_xrealloc(p->tool_binds, (p->ntool_binds + n + 1) * sizeof *p->tool_binds);
+    for (size_t i = 0; i < n; i++) {
+        struct fb_tool_bind *d = &p->tool_binds[p->ntool_binds++];
+        d->src = fb_xstrdup(b[i].src);
+        d->dst = fb_xstrdup(b[i].dst);
+        d->why = b[i].why ? fb_xstrdup(b[i].why) : NULL;
+    }
+}
+
+bool tool_binds_equal(const struct fb_tool_bind *a, size_t na, const struct fb_tool_bind *b,
+                      size_t nb)
+{
+    if (na != nb)
+        return false;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i].src, b[i].src) || strcmp(a[i].dst, b[i].dst))
+            return false;
+    return true;
+}
+
 void policy_free(struct fb_policy *p)
 {
     free(p->profile_name);
@@ -78,12 +112,7 @@ void policy_free(struct fb_policy *p)
         free(p->mounts[i].dst);
     }
     free(p->mounts);
-    for (size_t i = 0; i < p->ntool_binds; i++) {
-        free(p->tool_binds[i].src);
-        free(p->tool_binds[i].dst);
-        free(p->tool_binds[i].why);
-    }
-    free(p->tool_binds);
+    tool_binds_free(p->tool_binds, p->ntool_binds);
     free(p->tool_path);
     free_strv(p->tool_env, p->ntool_env);
     free_strv(p->env_set, p->nenv_set);

@@ -217,6 +217,14 @@ struct fb_policy {
 void policy_init(struct fb_policy *p);
 void policy_free(struct fb_policy *p);
 
+/* Tool binds (struct fb_tool_bind arrays): free n of them; append copies of
+ * n to p's; equal when the same sources are bound at the same places, in the
+ * same order (the reasons may differ). */
+void tool_binds_free(struct fb_tool_bind *b, size_t n);
+void tool_binds_append(struct fb_policy *p, const struct fb_tool_bind *b, size_t n);
+bool tool_binds_equal(const struct fb_tool_bind *a, size_t na, const struct fb_tool_bind *b,
+                      size_t nb);
+
 /* Appenders that take ownership of nothing: they copy. */
 void policy_add_mount(struct fb_policy *p, enum fb_mount_kind kind, const char *src,
                       const char *dst, int64_t size);

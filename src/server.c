@@ -611,6 +611,8 @@ static void dispatch(struct srv *srv, struct watch *w, uint32_t ev)
         while ((s = worker_done(&kind))) {
             if (kind == WJ_SPAWN)
                 spawn_done(srv, s);
+            else if (kind == WJ_REAPED)
+                reaped_done(srv, s);
             else
                 release_done(srv, s);
         }
@@ -636,6 +638,13 @@ static void dispatch(struct srv *srv, struct watch *w, uint32_t ev)
         struct sess *ss = w->ptr;
         if (!ss->dead)
             sess_gone(ss);
+        break;
+    }
+    case W_REAP: {
+        struct sess *ss = w->ptr;
+        w_close(srv, &ss->wreap);
+        if (!ss->dead)
+            reaped_done(srv, ss->s);
         break;
     }
     case W_EGRESS: {
@@ -808,6 +817,7 @@ static int serve_run(struct srv *srv, const char *sock)
     close(srv->ep);
     release_socket(srv);
     free(srv->recbuf);
+    tool_binds_free(srv->pool_binds, srv->npool_binds);
     return 0;
 }
 

@@ -61,7 +61,7 @@ struct srv_limits {
 
 /* ---- objects ---- */
 
-enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_EGRESS, W_PIPE, W_WS, W_PORT,
+enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_REAP, W_EGRESS, W_PIPE, W_WS, W_PORT,
              W_RELAY };
 
 struct watch {
@@ -117,6 +117,8 @@ struct sess {
     struct srv *srv;
     struct fb_session *s;
     struct watch wctl, wpid, wegress;
+    struct watch wreap; /* dying: the loop's own copy of init's pidfd, so a
+                           destroy is answered when init is gone (W_REAP) */
     struct op *ops;  /* waiting on init, or on this session */
     struct outrec *qhead, *qtail;
     uint64_t send_retry_ns; /* the kernel had no memory for a record: retry then */
@@ -124,6 +126,8 @@ struct sess {
     uint64_t total_execs;
     unsigned running_execs;
     bool dying;      /* destroy requested / expired */
+    bool gone;       /* dying and its init reaped: destroy answered, not
+                        found or counted any more; clean-up under way */
     bool in_pool;
     struct wsjob *ws;   /* the workspace operation running, or NULL */
     bool release_wait;  /* released once it is done */
@@ -213,6 +217,9 @@ struct srv {
     uint64_t pool_retry_ns;
     uint64_t pool_defer_ns; /* a refill put off after a take (server_sess.c), 0 = none */
     bool pool_warned;          /* the pool's "not applied" note was shown */
+    struct fb_tool_bind *pool_binds; /* the pool's shape (server_pool.c) */
+    size_t npool_binds;
+    bool pool_reshape;         /* ready sandboxes of another shape to release */
     bool stopping;
     int64_t sandbox_nofile;    /* RLIMIT_NOFILE of sessions that set none */
     struct uacct *uaccts;
@@ -326,8 +333,17 @@ void outq_free(struct sess *ss);
 void sess_release(struct sess *ss);
 void on_ctl(struct sess *ss);
 void spawn_done(struct srv *srv, struct fb_session *s);
+void reaped_done(struct srv *srv, struct fb_session *s);
 void release_done(struct srv *srv, struct fb_session *s);
+/* server_pool.c */
+void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
+                        struct session_params *sp, json_t *params, json_t *publish);
+void pool_spawned(struct sess *ss);
+void pool_reshape(struct srv *srv);
 void pool_refill(struct srv *srv);
+int sess_watch(struct sess *ss);
+void sess_log_created(struct sess *ss);
+json_t *sess_info(struct sess *ss, json_t *running);
 /* Relative paths are relative to the session's cwd. */
 int join_path(struct sess *ss, const char *p, char **out, struct proto_err *e, const char *param);
 int mkpipe(int fds[2], bool server_reads);

@@ -1,8 +1,9 @@
 /* server_sess.c — sessions and the warm pool in the server (server.h):
  * the op objects that wait on a session, a session's watches and the queue
  * of records to its init, records from init (handed to the exec and file
- * code), session.create/destroy/list/info, the spawn worker's results and
- * the pool's refill. The policy and the worker are in session.c. */
+ * code), session.create/destroy/list/info and the spawn worker's results.
+ * The warm pool is in server_pool.c; the policy and the worker in
+ * session.c. */
 #include "server.h"
 
 #include "cgroup.h"
@@ -141,6 +142,7 @@ struct sess *sess_new(struct srv *srv, struct fb_session *s)
     w_init(&ss->wctl, W_CTL, 0, ss, -1);
     w_init(&ss->wpid, W_PIDFD, 0, ss, -1);
     w_init(&ss->wegress, W_EGRESS, 0, ss, -1);
+    w_init(&ss->wreap, W_REAP, 0, ss, -1);
     ss->next = srv->sesss;
     if (srv->sesss)
         srv->sesss->prev = ss;
@@ -162,7 +164,7 @@ static void sess_unlink(struct sess *ss)
 
 /* Start watching a freshly spawned sandbox. -1 when it cannot be watched
  * (it must then not be used: nothing would tell that it died). */
-static int sess_watch(struct sess *ss)
+int sess_watch(struct sess *ss)
 {
     struct fb_sandbox *sb = &ss->s->sb;
     int fl = fcntl(sb->ctl, F_GETFL);
@@ -293,7 +295,7 @@ unsigned sessions_of(struct srv *srv, uid_t uid)
 {
     unsigned n = 0;
     for (struct sess *ss = srv->sesss; ss; ss = ss->next)
-        if (!ss->in_pool && ss->s->uid == uid && !ss->dead)
+        if (!ss->in_pool && ss->s->uid == uid && !ss->dead && !ss->gone)
             n++;
     return n;
 }
@@ -301,7 +303,7 @@ unsigned sessions_of(struct srv *srv, uid_t uid)
 struct sess *sess_find(struct srv *srv, uid_t uid, const char *id)
 {
     for (struct sess *ss = srv->sesss; ss; ss = ss->next)
-        if (!ss->in_pool && !ss->dead && ss->s->uid == uid && ss->s->state != SESS_STARTING &&
+        if (!ss->in_pool && !ss->dead && !ss->gone && ss->s->uid == uid && ss->s->state != SESS_STARTING &&
             !strcmp(ss->s->id, id))
             return ss;
     return NULL;
@@ -315,6 +317,20 @@ static void sess_fail_ops(struct sess *ss, const char *code, const char *why)
         struct op *nx = o->snext;
         if (o->kind == OP_EXEC || o->kind == OP_FILE || o->kind == OP_WS) {
             send_errf(o->c, o->id, code, "%s", why);
+            op_finish(o);
+        }
+        o = nx;
+    }
+}
+
+/* Answer the session.destroy ops of a dying session. */
+static void answer_destroys(struct sess *ss)
+{
+    struct op *o = ss->ops;
+    while (o) {
+        struct op *nx = o->snext;
+        if (o->kind == OP_DESTROY) {
+            send_result(o->c, o->id, json_object());
             op_finish(o);
         }
         o = nx;
@@ -343,6 +359,15 @@ void sess_release(struct sess *ss)
         release_done(ss->srv, ss->s); /* nothing to release */
         return;
     }
+    /* A destroy is answered as soon as init is gone (W_REAP), even while
+     * the worker is busy with a spawn; the worker's WJ_REAPED says it too.
+     * A landlock sandbox has no pid namespace: its release finds its
+     * leftovers, so its destroy waits for that (release_done). */
+    if (ss->dying && !ss->gone && !ss->s->sb.ll && ss->s->sb.pidfd >= 0 && ss->wreap.fd < 0) {
+        ss->wreap.fd = fcntl(ss->s->sb.pidfd, F_DUPFD_CLOEXEC, 0);
+        if (ss->wreap.fd >= 0 && w_set(ss->srv, &ss->wreap, EPOLLIN) < 0)
+            w_close(ss->srv, &ss->wreap);
+    }
     ss->s->releasing = true;
     worker_submit(ss->s, WJ_RELEASE);
 }
@@ -352,6 +377,7 @@ void sess_free(struct sess *ss)
     if (ss->dead)
         return;
     ss->dead = true;
+    w_close(ss->srv, &ss->wreap);
     ports_close(ss);
     sess_unlink(ss);
     bury(ss->srv, GRAVE_SESS, ss);
@@ -373,15 +399,7 @@ void sess_destroy(struct sess *ss)
     } else if (!ss->s->releasing) {
         ss->s->state = SESS_DEAD;
         /* Released already: answer destroy ops now. */
-        struct op *o = ss->ops;
-        while (o) {
-            struct op *nx = o->snext;
-            if (o->kind == OP_DESTROY) {
-                send_result(o->c, o->id, json_object());
-                op_finish(o);
-            }
-            o = nx;
-        }
+        answer_destroys(ss);
         sess_free(ss);
     }
 }
@@ -503,7 +521,7 @@ int join_path(struct sess *ss, const char *p, char **out, struct proto_err *e, c
     return 0;
 }
 
-static json_t *sess_info(struct sess *ss, json_t *running)
+json_t *sess_info(struct sess *ss, json_t *running)
 {
     json_t *o = session_info(ss->s, running, ss->total_execs);
     json_object_set_new(o, "ports", ports_json(ss));
@@ -512,7 +530,7 @@ static json_t *sess_info(struct sess *ss, json_t *running)
     return o;
 }
 
-static void log_created(struct sess *ss)
+void sess_log_created(struct sess *ss)
 {
     const struct fb_policy *p = &ss->s->pol;
     json_t *f = json_pack("{s:s, s:b, s:s}", "profile", p->profile_name ? p->profile_name : "",
@@ -525,73 +543,6 @@ static void log_created(struct sess *ss)
     srv_log_event(ss, ss->s->fork ? "forked" : "created", f);
 }
 
-/* How long a refill waits after a take while the pool has more ready. */
-#define POOL_DEFER_NS 100000000ull
-
-static void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
-                               struct session_params *sp, json_t *params, json_t *publish)
-{
-    struct srv *srv = c->srv;
-    struct proto_err e = {0};
-    /* From the pool? */
-    if (sp->pool_ok) {
-        for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
-            if (!ss->in_pool || ss->dead || ss->s->state != SESS_POOL)
-                continue;
-            /* The host ports first: a port in use leaves the pooled
-             * sandbox untouched. */
-            if (publish && ports_publish_all(ss, publish, &e) < 0) {
-                ports_close(ss);
-                policy_free(p);
-                return send_error(c, id, &e);
-            }
-            if (session_adopt_limits(ss->s, p) < 0) {
-                ports_close(ss);
-                break; /* cannot change limits here: spawn */
-            }
-            ss->in_pool = false;
-            srv->pool_ready--;
-            struct fb_session *s = ss->s;
-            policy_free(&s->pol);
-            s->pol = *p;
-            s->uid = c->uid;
-            s->pooled = true;
-            s->state = SESS_READY;
-            json_decref(s->params);
-            s->params = json_deep_copy(params);
-            session_set_id(s);
-            session_apply_params(s, sp);
-            ports_start(ss);
-            log_created(ss);
-            send_result(c, id, sess_info(ss, NULL));
-            /* While another sandbox is ready, the refill waits a little (or
-             * until this session is released, release_done): spawning now
-             * would compete for the CPUs with this session's first requests
-             * (a one-shot run's exec and destroy). */
-            if (srv->pool_ready && !srv->pool_defer_ns)
-                srv->pool_defer_ns = now_ns() + POOL_DEFER_NS;
-            else if (!srv->pool_ready)
-                pool_refill(srv);
-            return;
-        }
-    }
-    struct fb_session *s = session_new();
-    policy_free(&s->pol);
-    s->pol = *p;
-    s->uid = c->uid;
-    s->state = SESS_STARTING;
-    s->params = json_deep_copy(params);
-    session_set_id(s);
-    session_apply_params(s, sp);
-    struct sess *ss = sess_new(srv, s);
-    if (publish && ports_publish_all(ss, publish, &e) < 0) {
-        sess_free(ss);
-        return send_error(c, id, &e);
-    }
-    struct op *o = op_new(OP_CREATE, c, id, ss);
-    o->pending = s;
-    worker_submit(s, WJ_SPAWN);
-}
 
 void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t *params,
                       struct sess *unused)
@@ -650,29 +601,7 @@ void spawn_done(struct srv *srv, struct fb_session *s)
     if (ss->fork_parent)
         fork_spawned(ss);
     if (ss->in_pool) {
-        srv->pool_pending--;
-        if (s->spawn_rc < 0 || srv->stopping) {
-            if (s->spawn_rc < 0 && !srv->stopping) {
-                fb_warn("pool: %s", s->spawn_err.msg);
-                srv->pool_retry_ns = now_ns() + 2000000000ull;
-            }
-            if (s->spawn_rc == 0) {
-                s->spawned = true;
-                sandbox_kill(&s->sb);
-                s->state = SESS_DEAD;
-                ss->in_pool = false;
-                sess_release(ss);
-                return;
-            }
-            ss->in_pool = false;
-            sess_free(ss);
-            return;
-        }
-        s->spawned = true;
-        s->state = SESS_POOL;
-        srv->pool_ready++;
-        if (sess_watch(ss) < 0)
-            sess_broken(ss, "watching a pool sandbox failed");
+        pool_spawned(ss);
         return;
     }
     struct op *o = NULL;
@@ -714,12 +643,27 @@ void spawn_done(struct srv *srv, struct fb_session *s)
     }
     session_touch(s);
     ports_start(ss);
-    log_created(ss);
+    sess_log_created(ss);
     json_t *info = sess_info(ss, NULL);
     if (s->fork)
         json_object_set_new(info, "copyMs", json_integer(fork_copy_ms(s->fork)));
     send_result(o->c, o->id, info);
     op_finish(o);
+    /* This create gave the pool a new shape: its refills may start now. */
+    if (srv->pool_reshape)
+        pool_reshape(srv);
+}
+
+/* The worker reaped a released session's init: nothing of its sandbox runs
+ * any more, so a session.destroy is answered now rather than after the
+ * clean-up (cgroup, layers, host ids), which goes on until release_done. */
+void reaped_done(struct srv *srv, struct fb_session *s)
+{
+    struct sess *ss = s->srv;
+    if (ss->gone || !(ss->dying || srv->stopping || s->uid == (uid_t)-1))
+        return;
+    ss->gone = true;
+    answer_destroys(ss);
 }
 
 void release_done(struct srv *srv, struct fb_session *s)
@@ -728,48 +672,12 @@ void release_done(struct srv *srv, struct fb_session *s)
     s->releasing = false;
     s->spawned = false;
     if (ss->dying || srv->stopping || s->uid == (uid_t)-1) {
-        struct op *o = ss->ops;
-        while (o) {
-            struct op *nx = o->snext;
-            if (o->kind == OP_DESTROY) {
-                send_result(o->c, o->id, json_object());
-                op_finish(o);
-            }
-            o = nx;
-        }
+        answer_destroys(ss);
         sess_free(ss);
     }
     pool_refill(srv);
 }
 
-void pool_refill(struct srv *srv)
-{
-    srv->pool_defer_ns = 0;
-    if (srv->stopping || srv->lim.pool <= 0 || now_ns() < srv->pool_retry_ns)
-        return;
-    while (srv->pool_ready + srv->pool_pending < srv->lim.pool) {
-        if (fds_free(NULL, NULL) < FDS_PER_SESSION + FDS_RESERVE) {
-            srv->pool_retry_ns = now_ns() + 2000000000ull; /* out of descriptors: later */
-            return;
-        }
-        struct fb_session *s = session_new();
-        /* Its policy is built by the worker (session.c), off this loop. */
-        s->pool_policy = true;
-        s->pool_nofile = srv->sandbox_nofile;
-        /* Say what cannot be applied once, not at every refill. */
-        s->pool_quiet = srv->pool_warned;
-        srv->pool_warned = true;
-        struct session_params sp = {0};
-        sp.idle_ms = 1800000;
-        session_apply_params(s, &sp);
-        s->state = SESS_STARTING; /* SESS_POOL once spawned */
-        s->uid = (uid_t)-1;
-        struct sess *ss = sess_new(srv, s);
-        ss->in_pool = true;
-        srv->pool_pending++;
-        worker_submit(s, WJ_SPAWN);
-    }
-}
 
 void m_session_destroy(struct conn *c, const struct method *m, json_t *id, json_t *params,
                        struct sess *ss)

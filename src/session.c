@@ -508,11 +508,11 @@ static int policy_from_params(json_t *params, const struct foreign_rules *foreig
     sp->exec_timeout_ms = timeout >= 0 ? timeout
                           : p->limits.timeout_ms > 0 ? p->limits.timeout_ms
                                                      : 0;
-    /* The caller's programs are bound when the sandbox is made: only a
-     * caller whose programs need nothing may use the pool (its PATH is set
-     * per exec). */
+    /* The caller's programs are bound when the sandbox is made: a pool
+     * sandbox fits only if it carries the same binds (server_pool.c; the
+     * PATH is set per exec). */
     if (sp->pool_ok)
-        sp->pool_ok = pool_fits(params) && !p->ntool_binds;
+        sp->pool_ok = pool_fits(params);
     rc = 0;
 out:
     callenv_free_envp(cenv);
@@ -642,6 +642,7 @@ void session_free(struct fb_session *s)
     if (!s)
         return;
     policy_free(&s->pol);
+    tool_binds_free(s->pool_binds, s->npool_binds);
     if (s->env)
         harden_free_env(s->env);
     free(s->cwd);
@@ -783,8 +784,28 @@ static int pool_policy_build(struct fb_session *s)
     if (!s->pol.limits.nofile)
         s->pol.limits.nofile = s->pool_nofile;
     s->pol.quiet = s->pol.quiet || s->pool_quiet;
+    /* The pool's shape: the programs its recent callers' PATH found
+     * (server_pool.c), bound as a caller's policy would bind them. */
+    tool_binds_append(&s->pol, s->pool_binds, s->npool_binds);
     s->pool_policy = false;
     return 0;
+}
+
+/* Hand a finished job (or a WJ_REAPED report) to the loop. */
+static void worker_post(struct wjob *j)
+{
+    j->next = NULL;
+    pthread_mutex_lock(&wmu);
+    if (wd_tail)
+        wd_tail->next = j;
+    else
+        wd_head = j;
+    wd_tail = j;
+    pthread_mutex_unlock(&wmu);
+    uint64_t one = 1;
+    if (write(wefd, &one, sizeof one) < 0) {
+        /* eventfd counter overflow cannot happen at this rate */
+    }
 }
 
 static void *worker_main(void *arg)
@@ -821,20 +842,20 @@ static void *worker_main(void *arg)
             }
         } else {
             sandbox_kill(&s->sb);
+            if (!s->sb.ll) {
+                /* Nothing of it runs once init is reaped: say so before the
+                 * clean-up (cgroup, layers, fds), so a session.destroy is
+                 * answered then. A landlock sandbox has no pid namespace:
+                 * its leftovers are found by the release itself. */
+                sandbox_reap(&s->sb);
+                struct wjob *r = fb_xcalloc(1, sizeof *r);
+                r->s = s;
+                r->kind = WJ_REAPED;
+                worker_post(r);
+            }
             sandbox_release(&s->sb);
         }
-        j->next = NULL;
-        pthread_mutex_lock(&wmu);
-        if (wd_tail)
-            wd_tail->next = j;
-        else
-            wd_head = j;
-        wd_tail = j;
-        pthread_mutex_unlock(&wmu);
-        uint64_t one = 1;
-        if (write(wefd, &one, sizeof one) < 0) {
-            /* eventfd counter overflow cannot happen at this rate */
-        }
+        worker_post(j);
     }
     return NULL;
 }

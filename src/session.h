@@ -69,6 +69,8 @@ struct fb_session {
     bool pool_policy;
     bool pool_quiet;
     int64_t pool_nofile;
+    struct fb_tool_bind *pool_binds; /* the pool's shape: the tool binds it carries */
+    size_t npool_binds;
     void *srv;              /* the server's per-session state (struct sess, server.h) */
 };
 
@@ -124,7 +126,9 @@ void session_touch(struct fb_session *s); /* a request named it */
 json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs);
 
 /* The worker thread: spawns and releases sandboxes. */
-enum worker_job { WJ_SPAWN, WJ_RELEASE };
+/* WJ_REAPED is never submitted: a release reports it when the sandbox's init
+ * is reaped (nothing of the sandbox runs any more), before its clean-up. */
+enum worker_job { WJ_SPAWN, WJ_RELEASE, WJ_REAPED };
 int worker_start(struct fb_err *err);
 int worker_fd(void); /* readable when jobs are done */
 void worker_ack(void); /* reset worker_fd's readiness; then drain worker_done() */

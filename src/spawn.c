@@ -781,7 +781,7 @@ void sandbox_kill(struct fb_sandbox *sb)
         kill(sb->pid, SIGKILL);
 }
 
-void sandbox_release(struct fb_sandbox *sb)
+void sandbox_reap(struct fb_sandbox *sb)
 {
     if (sb->pid > 0) {
         siginfo_t si;
@@ -790,6 +790,11 @@ void sandbox_release(struct fb_sandbox *sb)
             ;
         sb->pid = -1;
     }
+}
+
+void sandbox_release(struct fb_sandbox *sb)
+{
+    sandbox_reap(sb);
     if (sb->pidfd >= 0)
         close(sb->pidfd);
     if (sb->ctl >= 0)

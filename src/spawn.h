@@ -107,6 +107,11 @@ void sandbox_kill(struct fb_sandbox *sb);
 /* Bytes used in the sandbox's scratch space (--disk) now; -1 if unknown. */
 int64_t sandbox_disk_used(const struct fb_sandbox *sb);
 
+/* Wait for init to end and reap it (blocks). A namespaced sandbox has then
+ * nothing left running: the kernel empties a pid namespace before its init
+ * can be reaped. */
+void sandbox_reap(struct fb_sandbox *sb);
+
 /* Reap init if needed, close fds, remove the cgroup, free egress. */
 void sandbox_release(struct fb_sandbox *sb);
 

@@ -129,6 +129,47 @@ else fail "FLUEBOX_SERVER" "server init '$c_init' cold init '$OUT'"; fi
 FLUEBOX_SERVER=0 run_fb run -- sh -c 'cat /proc/1/cmdline | tr "\0" " "'
 [ "$OUT" != "$c_init" ] && ok "FLUEBOX_SERVER=0 runs cold" || fail "FLUEBOX_SERVER=0" "$OUT"
 
+# --- the pool takes the shape of the caller's programs --------------------------------------
+# A caller whose python3 is a venv's needs the venv bound when the sandbox is
+# made: its first run is served cold; the pool then carries that venv, and
+# the next run is taken from it, with the caller's python3 inside. A caller
+# with other programs is served cold again, and right.
+pool_ready() { # pool_ready — prints server.info's pool.ready
+  local py=(/usr/bin/python3 -c 'import socket,sys,json
+s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"{\"id\":1,\"method\":\"server.info\"}\n")
+b=b""
+while not b.endswith(b"\n"):
+    d=s.recv(65536)
+    if not d: break
+    b+=d
+print(json.loads(b)["result"]["pool"]["ready"])' "$SOCK")
+  if [ "$FB_AS" = root ]; then "${py[@]}"; else setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups -- "${py[@]}"; fi
+}
+pooled_runs() { grep -c 'label=fluebox-run.*pooled=true\|pooled=true.*fluebox-run' "$T/serve.err"; }
+created() { grep -c 'session.created' "$T/serve.err"; }
+if /usr/bin/python3 -m venv --without-pip "$T/venv" >/dev/null 2>&1; then
+  chmod -R a+rX "$T/venv"
+  wait_for 30 [ "$(pool_ready)" = 1 ] || fail "the pool refills" "ready=$(pool_ready)"
+  c0=$(created)
+  PATH="$T/venv/bin:$PATH" run_fb run --server "$SOCK" -- python3 -c 'import sys; print(sys.prefix)'
+  l1=$(grep 'session.created' "$T/serve.err" | tail -n 1)
+  [ "$RC" = 0 ] && [ "$OUT" = "$T/venv" ] && ok "a venv caller's first --server run has the venv's python3" || fail "venv caller, first run" "rc=$RC out=$OUT err=$ERR"
+  case "$l1" in *pooled=false*) ok "  ... served cold (the pool had no venv)";; *) fail "venv caller, first run cold" "$l1";; esac
+  wait_for 30 [ "$(pool_ready)" = 1 ] || fail "the pool refills in the venv's shape" "ready=$(pool_ready)"
+  PATH="$T/venv/bin:$PATH" run_fb run --server "$SOCK" -- python3 -c 'import sys; print(sys.prefix)'
+  l2=$(grep 'session.created' "$T/serve.err" | tail -n 1)
+  [ "$RC" = 0 ] && [ "$OUT" = "$T/venv" ] && ok "  ... its second run has the venv's python3 too" || fail "venv caller, second run" "rc=$RC out=$OUT err=$ERR"
+  case "$l2" in *pooled=true*) ok "  ... and is taken from the pool, which took the venv's shape";; *) fail "venv caller, second run pooled" "$l2";; esac
+  wait_for 30 [ "$(pool_ready)" = 1 ] || fail "the pool refills" "ready=$(pool_ready)"
+  run_fb run --server "$SOCK" -- python3 -c 'import sys; print(sys.prefix)'
+  l3=$(grep 'session.created' "$T/serve.err" | tail -n 1)
+  [ "$RC" = 0 ] && [ "$OUT" != "$T/venv" ] && ok "a caller without the venv does not get it from the pool" || fail "plain caller after the venv" "rc=$RC out=$OUT err=$ERR"
+  case "$l3" in *pooled=false*) ok "  ... it is served cold";; *) fail "plain caller after the venv: cold" "$l3";; esac
+  [ "$(( $(created) - c0 ))" = 3 ] || fail "three sessions made" "$(( $(created) - c0 ))"
+else
+  skip "the pool's shape" "python3 -m venv is not available (python3-venv, scripts/deps.sh test)"
+fi
+
 # --- bad input ----------------------------------------------------------------------------------
 one_line() { [ "$(printf '%s\n' "$ERR" | grep -c .)" = 1 ]; }
 expect_err "--server with an unknown option: 125 and why" 125 "unknown option --frobnicate" run --server "$SOCK" --frobnicate -- true
