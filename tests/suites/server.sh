@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/suites/server.sh — `fluebox serve` through the wire protocol
-# (tests/server/test_server.py): every method and its error paths, 50
+# (tests/server/test_server.py, which runs every tests/server/test_*.py
+# module in order): every method and its error paths, 50
 # sessions x 20 execs, vanishing and slow clients, another uid, symlinks to
 # host files, malformed input, SIGTERM/SIGKILL, memory after 10,000 requests
 # and the ASan/LSan build under a workload. Prints ok/not ok lines.
