@@ -76,7 +76,7 @@ struct variant {
     double median, p90, p99, mean, min, max;
     double per_sec;   /* throughput */
     long runs;
-    double self_hwm_kb, tree_hwm_kb, self_rss_kb;
+    double self_hwm_kb, tree_hwm_kb, self_rss_kb, self_anon_kb;
 };
 
 static struct variant vars[MAX_VARIANTS];
@@ -307,8 +307,12 @@ static bool descends_from(pid_t pid, pid_t top)
     return false;
 }
 
-/* Sum VmHWM over top and its descendants that run the same executable. */
-static void sample_tree(pid_t top, double *self_hwm, double *self_rss, double *tree_hwm)
+/* Sum VmHWM over top and its descendants that run the same executable; top's
+ * own VmHWM, VmRSS and RssAnon (its private anonymous memory: what each more
+ * running copy adds, as file pages of the binary and its libraries are
+ * shared through the page cache). */
+static void sample_tree(pid_t top, double *self_hwm, double *self_rss, double *self_anon,
+                        double *tree_hwm)
 {
     char exe_top[PATH_MAX], exe[PATH_MAX], path[64];
     snprintf(path, sizeof(path), "/proc/%d/exe", (int)top);
@@ -316,9 +320,11 @@ static void sample_tree(pid_t top, double *self_hwm, double *self_rss, double *t
     if (n <= 0)
         return;
     exe_top[n] = 0;
-    long h = status_kb(top, "VmHWM"), r = status_kb(top, "VmRSS");
+    long h = status_kb(top, "VmHWM"), r = status_kb(top, "VmRSS"), a = status_kb(top, "RssAnon");
     if (h > *self_hwm)
         *self_hwm = (double)h;
+    if (a > *self_anon)
+        *self_anon = (double)a;
     if (r > *self_rss)
         *self_rss = (double)r;
     double sum = 0;
@@ -356,15 +362,16 @@ static void mode_rss(void)
         double *sh = calloc((size_t)reps, sizeof(double));
         double *sr = calloc((size_t)reps, sizeof(double));
         double *th = calloc((size_t)reps, sizeof(double));
+        double *sa = calloc((size_t)reps, sizeof(double));
         long got = 0;
         for (long r = 0; r < reps; r++) {
             pid_t pid = spawn(v->argv);
             if (pid < 0)
                 break;
-            double hwm = -1, rss = -1, tree = -1;
+            double hwm = -1, rss = -1, tree = -1, anon = -1;
             usleep(300000);
             for (int s = 0; s < 8; s++) {
-                sample_tree(pid, &hwm, &rss, &tree);
+                sample_tree(pid, &hwm, &rss, &anon, &tree);
                 usleep(50000);
             }
             int st = wait_status(pid);
@@ -373,21 +380,23 @@ static void mode_rss(void)
                 v->last_status = st;
                 continue;
             }
-            sh[got] = hwm, sr[got] = rss, th[got] = tree;
+            sh[got] = hwm, sr[got] = rss, th[got] = tree, sa[got] = anon;
             got++;
         }
         if (got) {
             qsort(sh, (size_t)got, sizeof(double), cmp_double);
             qsort(sr, (size_t)got, sizeof(double), cmp_double);
             qsort(th, (size_t)got, sizeof(double), cmp_double);
+            qsort(sa, (size_t)got, sizeof(double), cmp_double);
+            v->self_anon_kb = sa[got / 2];
             v->self_hwm_kb = sh[got / 2];
             v->self_rss_kb = sr[got / 2];
             v->tree_hwm_kb = th[got / 2];
         } else {
-            v->self_hwm_kb = v->self_rss_kb = v->tree_hwm_kb = NAN;
+            v->self_hwm_kb = v->self_rss_kb = v->tree_hwm_kb = v->self_anon_kb = NAN;
         }
         v->runs = got;
-        free(sh), free(sr), free(th);
+        free(sh), free(sr), free(th), free(sa);
     }
 }
 
@@ -806,6 +815,7 @@ static void emit_json(FILE *f, const char *mode)
             fprintf(f, "\"runs\":%ld,", v->runs);
             json_num(f, "self_hwm_kb", v->self_hwm_kb, 0), fputc(',', f);
             json_num(f, "self_rss_kb", v->self_rss_kb, 0), fputc(',', f);
+            json_num(f, "self_anon_kb", v->self_anon_kb, 0), fputc(',', f);
             json_num(f, "tree_hwm_kb", v->tree_hwm_kb, 0);
         }
         fprintf(f, ",\"ratios\":{");
@@ -846,13 +856,13 @@ static void emit_md(FILE *f, const char *mode)
     } else if (!strcmp(mode, "throughput")) {
         fprintf(f, "| variant | runs/s (%ld workers) | failures |", workers);
     } else {
-        fprintf(f, "| variant | own VmHWM KB | own VmRSS KB | all its processes, VmHWM KB | failures |");
+        fprintf(f, "| variant | own VmHWM KB | own VmRSS KB | own RssAnon KB | all its processes, VmHWM KB | failures |");
     }
     for (int b = 0; b < nbaselines; b++)
         if (find(baselines[b]))
             fprintf(f, " × %s |", baselines[b]);
     fprintf(f, "\n|---|");
-    int cols = !strcmp(mode, "time") ? 4 : !strcmp(mode, "throughput") ? 2 : 4;
+    int cols = !strcmp(mode, "time") ? 4 : !strcmp(mode, "throughput") ? 2 : 5;
     for (int c = 0; c < cols; c++)
         fprintf(f, "---:|");
     for (int b = 0; b < nbaselines; b++)
@@ -867,8 +877,8 @@ static void emit_md(FILE *f, const char *mode)
         else if (!strcmp(mode, "throughput"))
             fprintf(f, " %.0f | %ld |", v->per_sec, v->failures);
         else
-            fprintf(f, " %.0f | %.0f | %.0f | %ld |", v->self_hwm_kb, v->self_rss_kb,
-                    v->tree_hwm_kb, v->failures);
+            fprintf(f, " %.0f | %.0f | %.0f | %.0f | %ld |", v->self_hwm_kb, v->self_rss_kb,
+                    v->self_anon_kb, v->tree_hwm_kb, v->failures);
         for (int b = 0; b < nbaselines; b++)
             if (find(baselines[b]))
                 cell_ratio(f, v, mode, baselines[b]);
