@@ -2,7 +2,7 @@
  * (/proc/PID/fd/N, cwd, root, exe, map_files/, ns/): what
  * openat2(RESOLVE_NO_MAGICLINKS) does, for a process whose seccomp filter
  * answers openat2 with ENOSYS (every process in a sandbox: the fixed filter,
- * seccomp.c). The session init's file operations use it (sinit.c).
+ * seccomp_fixed.c). The session init's file operations use it (sinit.c).
  *
  * The path is walked one component at a time from descriptors (O_PATH,
  * O_NOFOLLOW), so nothing swapped in behind it changes the walk; a symlink
