@@ -15,9 +15,18 @@ export function binary() {
   return b;
 }
 
+// Every directory made here is removed when the test process exits.
+const made = [];
+process.on('exit', () => {
+  for (const d of made) {
+    try { fs.rmSync(d, { recursive: true, force: true }); } catch { /* best effort */ }
+  }
+});
+
 export function tmpdir(prefix = 'fbnode-') {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   fs.chmodSync(d, 0o755);
+  made.push(d);
   return d;
 }
 

@@ -3,6 +3,7 @@
 The binary: FB (set by tests/run.sh), FLUEBOX_BIN, or the repository's
 ./fluebox."""
 
+import atexit
 import os
 import shutil
 import socket
@@ -23,9 +24,22 @@ def binary() -> str:
     return b
 
 
+_TMPDIRS = []
+
+
+def _remove_tmpdirs() -> None:
+    for d in _TMPDIRS:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_remove_tmpdirs)
+
+
 def tmpdir(prefix="fbpy-") -> str:
+    """A fresh directory, removed when the test process exits."""
     d = tempfile.mkdtemp(prefix=prefix)
     os.chmod(d, 0o755)
+    _TMPDIRS.append(d)
     return d
 
 
