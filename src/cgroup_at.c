@@ -16,6 +16,7 @@
  * cgroup_create() writes them; anything else the spec sets (cpu shares,
  * cpusets, memory reservations) goes through cgroup_set_file(). */
 #include "cgroup_int.h"
+#include "mountinfo.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -79,27 +80,20 @@ static void find_all(void)
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0 && nall < FB_ARRAY_LEN(all)) {
-        char *fields[5] = {0};
-        char *save = NULL, *tok = strtok_r(line, " \n", &save);
-        int i = 0;
-        for (; tok && i < 5; i++, tok = strtok_r(NULL, " \n", &save))
-            fields[i] = tok;
-        while (tok && strcmp(tok, "-"))
-            tok = strtok_r(NULL, " \n", &save);
-        char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
-        char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
-        char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
-        if (i < 5 || !super || strcmp(fields[3], "/"))
+        struct mountinfo_ent e;
+        if (!mountinfo_split(line, &e) || strcmp(e.root, "/"))
             continue;
+        const char *fstype = e.fstype, *super = e.super;
+        char *mnt = e.mnt;
         int version = !strcmp(fstype, "cgroup2") ? 2 : !strcmp(fstype, "cgroup") ? 1 : 0;
         if (!version)
             continue;
         bool dup = false;
         for (size_t k = 0; k < nall; k++)
             dup |= all[k].version == version && (version == 2 || !strcmp(all[k].names, super));
-        if (dup || strchr(fields[4], '\\'))
+        if (dup || strchr(mnt, '\\'))
             continue;
-        struct hier h = {.version = version, .mnt = fb_xstrdup(fields[4]),
+        struct hier h = {.version = version, .mnt = fb_xstrdup(mnt),
                          .names = fb_xstrdup(version == 1 ? super : "")};
         if (version == 1) {
             if (cg_has_token(super, "memory"))

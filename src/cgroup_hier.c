@@ -11,6 +11,7 @@
  * The state here is process-wide: used from one thread at a time (see the
  * top of cgroup.c). */
 #include "cgroup_int.h"
+#include "mountinfo.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,23 +27,6 @@ static struct hier hiers[6];
 static size_t nhiers;
 static bool discovered;
 static unsigned swept; /* bit per hiers[] index: stale entries already swept */
-
-static char *unescape_mnt(const char *s)
-{
-    /* mountinfo escapes space, tab, newline and backslash as \ooo. */
-    char *out = fb_xmalloc(strlen(s) + 1), *o = out;
-    while (*s) {
-        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-            s[3] >= '0' && s[3] <= '7') {
-            *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-            s += 4;
-        } else {
-            *o++ = *s++;
-        }
-    }
-    *o = 0;
-    return out;
-}
 
 bool cg_has_token(const char *list, const char *tok)
 {
@@ -203,19 +187,10 @@ void cg_discover(void)
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0 && nhiers < FB_ARRAY_LEN(hiers)) {
-        /* id parent maj:min root mountpoint opts [optional...] - fstype source superopts */
-        char *fields[6] = {0};
-        char *save = NULL, *tok = strtok_r(line, " \n", &save);
-        int i = 0;
-        for (; tok && i < 5; i++, tok = strtok_r(NULL, " \n", &save))
-            fields[i] = tok;
-        while (tok && strcmp(tok, "-"))
-            tok = strtok_r(NULL, " \n", &save);
-        char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
-        char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
-        char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
-        if (i < 5 || !fstype || !super)
+        struct mountinfo_ent e;
+        if (!mountinfo_split(line, &e))
             continue;
+        const char *fstype = e.fstype, *super = e.super;
         struct hier h = {0};
         if (!strcmp(fstype, "cgroup2")) {
             for (size_t k = 0; k < nhiers; k++)
@@ -237,8 +212,8 @@ void cg_discover(void)
             continue;
         }
         {
-            cleanup_free char *root = unescape_mnt(fields[3]);
-            h.mnt = unescape_mnt(fields[4]);
+            cleanup_free char *root = mountinfo_unescape(e.root);
+            h.mnt = mountinfo_unescape(e.mnt);
             cleanup_free char *path = own_path(
                 self, h.version, h.version == 1 ? cg_ctrl_name[__builtin_ctz(h.ctrls)] : NULL);
             h.own = path ? join_own(h.mnt, root, path) : NULL;

@@ -35,6 +35,7 @@
 
 #include "ctl.h"
 #include "mount.h"
+#include "mountinfo.h"
 #include "net.h"
 
 #include <fcntl.h>
@@ -58,22 +59,6 @@ static int new_fs(const char *type, const char *source, const char *data, uint64
 
 /* ---- supervisor side ---- */
 
-static char *unescape(const char *s)
-{
-    char *out = fb_xmalloc(strlen(s) + 1), *o = out;
-    while (*s) {
-        if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-            s[3] >= '0' && s[3] <= '7') {
-            *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-            s += 4;
-        } else {
-            *o++ = *s++;
-        }
-    }
-    *o = 0;
-    return out;
-}
-
 /* The super options of the overlay mounted at path (the topmost mount
  * there), or NULL when it is not an overlay mount point. */
 static char *overlay_opts(const char *path)
@@ -84,23 +69,14 @@ static char *overlay_opts(const char *path)
     char *line = NULL, *found = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
-        char *fields[5] = {0};
-        char *save = NULL, *tok = strtok_r(line, " \n", &save);
-        int i = 0;
-        for (; tok && i < 5; i++, tok = strtok_r(NULL, " \n", &save))
-            fields[i] = tok;
-        while (tok && strcmp(tok, "-"))
-            tok = strtok_r(NULL, " \n", &save);
-        char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
-        char *src = fstype ? strtok_r(NULL, " \n", &save) : NULL;
-        char *super = src ? strtok_r(NULL, " \n", &save) : NULL;
-        if (i < 5 || !super)
+        struct mountinfo_ent e;
+        if (!mountinfo_split(line, &e))
             continue;
-        cleanup_free char *mp = unescape(fields[4]);
+        cleanup_free char *mp = mountinfo_unescape(e.mnt);
         if (strcmp(mp, path))
             continue;
         free(found);
-        found = !strcmp(fstype, "overlay") ? unescape(super) : NULL;
+        found = !strcmp(e.fstype, "overlay") ? mountinfo_unescape(e.super) : NULL;
     }
     free(line);
     fclose(f);
