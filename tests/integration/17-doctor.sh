@@ -61,15 +61,17 @@ else
 fi
 
 # ---- no user namespaces ----
-if /usr/bin/python3 "$ROOT/tests/nouserns.py" true 2>/dev/null; then
-  run_as /usr/bin/python3 "$ROOT/tests/nouserns.py" "$FB" doctor --json --workspace "$WS"
+# A copy the test user can read wherever the checkout is (a 0700 home).
+cp "$ROOT/tests/nouserns.py" "$T/nouserns.py"; chmod 644 "$T/nouserns.py"
+if /usr/bin/python3 "$T/nouserns.py" true 2>/dev/null; then
+  run_as /usr/bin/python3 "$T/nouserns.py" "$FB" doctor --json --workspace "$WS"
   printf '%s' "$OUT" > "$T/n.json"
   [ "$RC" = 1 ] && ok "no user namespaces: doctor exits 1 (only --isolation landlock)" || fail "nouserns doctor rc" "rc $RC $ERR"
   jtrue "no user namespaces: the blocker, its cost and the exact sysctl" "$T/n.json" 'r["verdict"] == "landlock" and c["userns"]["status"] == "missing" and c["userns"]["errno"] == "ENOSPC" and "user.max_user_namespaces" in c["userns"]["fix"] and "--isolation landlock" in c["userns"]["cost"] and r["sysctls"]["user.max_user_namespaces"] == 0'
   jtrue "no user namespaces: what depends on them is not tried, Landlock is" "$T/n.json" 'c["namespaces"]["status"] == "n/a" and c["landlock"]["status"] in ("ok", "degraded")'
-  run_as /usr/bin/python3 "$ROOT/tests/nouserns.py" "$FB" doctor --workspace "$WS"
+  run_as /usr/bin/python3 "$T/nouserns.py" "$FB" doctor --workspace "$WS"
   case "$OUT" in *"verdict: no namespaces here"*"--isolation landlock works instead"*) ok "no user namespaces: the verdict names the fallback" ;; *) fail "nouserns verdict" "$OUT" ;; esac
-  run_as /usr/bin/python3 "$ROOT/tests/nouserns.py" "$FB" doctor --fix
+  run_as /usr/bin/python3 "$T/nouserns.py" "$FB" doctor --fix
   case "$OUT" in *"# user namespaces"*"user.max_user_namespaces"*) ok "--fix prints the fix" ;; *) fail "--fix" "$OUT" ;; esac
 else
   skip "no user namespaces (simulated)" "cannot make a user namespace here"

@@ -129,14 +129,16 @@ echo '{"isolation": "chroot"}' > "$T/bad.json"; chmod 644 "$T/bad.json"
 expect_err "a bad profile isolation" 1 'isolation: expected "namespaces" or "landlock"' profile check "$T/bad.json"
 
 # ---- no user namespaces: refuse without the opt-in, work with it ----
-if /usr/bin/python3 "$ROOT/tests/nouserns.py" true 2>/dev/null; then
-  run_as /usr/bin/python3 "$ROOT/tests/nouserns.py" "$FB" run -- true
+# A copy the test user can read wherever the checkout is (a 0700 home).
+cp "$ROOT/tests/nouserns.py" "$T/nouserns.py"; chmod 644 "$T/nouserns.py"
+if /usr/bin/python3 "$T/nouserns.py" true 2>/dev/null; then
+  run_as /usr/bin/python3 "$T/nouserns.py" "$FB" run -- true
   case "$RC:$ERR" in 125:*"user namespaces are disabled"*"fluebox doctor"*"--isolation landlock"*) ok "no user namespaces: fluebox refuses and names fluebox doctor" ;;
     # Root of a namespace an ordinary user made trips over the host id
     # allocator's lock directory first (idrange.c): refused all the same.
     125:*"host id ranges"*) as_root && fail "no userns refusal" "rc $RC: $ERR" || ok "no user namespaces: fluebox refuses (the id allocator says why)" ;;
     *) fail "no userns refusal" "rc $RC: $ERR" ;; esac
-  run_as /usr/bin/python3 "$ROOT/tests/nouserns.py" "$FB" run "${LL[@]}" --workspace "$WS" --ro-bind "$T/probe.py" -- \
+  run_as /usr/bin/python3 "$T/nouserns.py" "$FB" run "${LL[@]}" --workspace "$WS" --ro-bind "$T/probe.py" -- \
     "$PY" "$T/probe.py" "$T/secret" "$T/outside" "$PORT"
   case "$RC:$OUT" in 0:*"read-secret denied"*"write-outside denied"*"write-workspace ALLOWED"*"tcp-loopback denied"*) ok "no user namespaces: --isolation landlock confines files and network" ;;
     *) fail "no userns landlock" "rc $RC: $OUT $ERR" ;; esac
