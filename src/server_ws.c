@@ -3,9 +3,10 @@
  * session's upper layer by cow_session.c; not_supported unless the session
  * was created with "cow": true) and workspace.cancel.
  *
- * A diff or commit of a big tree takes seconds: it runs on a thread of its
- * own, one at a time per session, so the event loop serves everyone else
- * meanwhile. While it runs the client gets a "progress" event about every
+ * A diff or commit of a big tree takes seconds, and so does a
+ * session.snapshot or session.restore of a big layer (a copy of it): each
+ * runs on a thread of its own, one at a time per session, so the event loop
+ * serves everyone else meanwhile. While it runs the client gets a "progress" event about every
  * second (entries looked at so far); workspace.cancel, the client's
  * disconnection or the session's end stop it between entries (a commit
  * stopped half way has lost nothing: cow_session.c, commit.c). The thread
@@ -89,6 +90,10 @@ static void ws_finish(struct wsjob *j)
     pthread_join(j->th, NULL);
     struct sess *ss = j->ss;
     ss->ws = NULL;
+    /* session.snapshot / session.restore: said in the server's log. */
+    if (j->result && !strncmp(j->method, "session.", 8))
+        srv_log_event(ss, j->method + 8,
+                      json_pack("{s:O}", "name", json_object_get(j->result, "name")));
     if (j->o) {
         j->o->ws = NULL;
         if (j->result)
@@ -196,13 +201,9 @@ void m_workspace(struct conn *c, const struct method *m, json_t *id, json_t *par
 {
     struct proto_err e = {0};
     struct fb_cow *cow = ss->s->sb.cow;
-    if (!cow || !strcmp(m->name, "workspace.reset") || !strncmp(m->name, "session.", 8)) {
-        /* not_supported, or a reset (quick: it remounts an empty layer), or
-         * session.snapshot / session.restore (a copy of the layer, on the loop
-         * as before; they never run beside a diff or commit). */
+    if (!cow || !strcmp(m->name, "workspace.reset")) {
+        /* not_supported, or a reset (quick: it remounts an empty layer). */
         json_t *r = ss->ws ? NULL : cow_session_method(cow, m->name, params, &e);
-        if (r && !strncmp(m->name, "session.", 8))
-            srv_log_event(ss, m->name + 8, json_pack("{s:O}", "name", json_object_get(r, "name")));
         if (ss->ws)
             perr_set(&e, "EBUSY", "a workspace operation is running in this session");
         if (r)

@@ -221,13 +221,14 @@ def t_file_deadline():
 def t_workspace_off_loop():
     """A workspace.diff of 150,000 new files runs beside the event loop:
     another client is answered meanwhile, progress events come while it
-    runs, and workspace.cancel stops a commit before it changes the host."""
+    runs; so does a session.snapshot of that layer; and workspace.cancel
+    stops a commit before it changes the host."""
     srv = Server(["--max-message", "64M"])
     ws = tempfile.mkdtemp(prefix="fbws.")
     os.chmod(ws, 0o777)
     try:
         c = srv.conn()
-        s = c.call("session.create", {"workspace": ws, "cow": True, "limits": {"disk": "2G"}})["session"]
+        s = c.call("session.create", {"workspace": ws, "cow": True, "limits": {"disk": "4G"}})["session"]
         x = c.call("exec", {"session": s, "timeoutMs": 600000, "command":
                             "mkdir -p /workspace/t && cd /workspace/t && "
                             "for a in 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14; do mkdir $a; (cd $a && seq 10000 | xargs touch); done"})
@@ -257,6 +258,25 @@ def t_workspace_off_loop():
         check("...another client was served while the diff ran",
               info.get("protocol") == 1 and (info_at < got["diff_at"] or got["diff_at"] - sent_at < 0.5),
               "server.info answered %.2fs after the diff" % (info_at - got["diff_at"]))
+        # A snapshot copies the 150,000 entries of the layer: beside the loop too.
+        sn = c.send("session.snapshot", {"session": s, "name": "big"})
+        sent_at = time.monotonic()
+
+        def snap_reply():
+            got["snap"] = c.wait(sn)
+            got["snap_at"] = time.monotonic()
+        t = threading.Thread(target=snap_reply)
+        t.start()
+        info = other.call("server.info")
+        info_at = time.monotonic()
+        t.join()
+        _, r = got["snap"]
+        check("...a session.snapshot of the layer is answered (%s entries)" %
+              r.get("result", {}).get("entries"),
+              "result" in r and r["result"]["entries"] >= 150000, str(r)[:200])
+        check("...another client was served while the snapshot copied",
+              info.get("protocol") == 1 and (info_at < got["snap_at"] or got["snap_at"] - sent_at < 0.5),
+              "server.info answered %.2fs after the snapshot" % (info_at - got["snap_at"]))
         cm = c.send("workspace.commit", {"session": s})
         cancel = c.call("workspace.cancel", {"session": s})
         _, r = c.wait(cm)
