@@ -93,9 +93,17 @@ void cg_set_cause(struct fb_cgroup *cg, const char *fmt, ...)
 /* The short cause of a failed mkdir/write/attach on cgroupfs. */
 void cg_cause_errno(struct fb_cgroup *cg, int e)
 {
-    if (e == EACCES || e == EPERM)
-        cg_set_cause(cg, "uid %d may not create or join cgroups here (no cgroup delegation)",
-                     (int)geteuid());
+    if (e == EACCES || e == EPERM) {
+        /* In a user namespace (`unshare -r`), name the uid outside too: that
+         * is the one a delegation would be for. */
+        uid_t u = geteuid(), out = fb_outer_uid(u);
+        char who[64];
+        if (out != u)
+            snprintf(who, sizeof who, "uid %d (uid %d outside its user namespace)", (int)u, (int)out);
+        else
+            snprintf(who, sizeof who, "uid %d", (int)u);
+        cg_set_cause(cg, "%s may not create or join cgroups here (no cgroup delegation)", who);
+    }
     else if (e == EROFS)
         cg_set_cause(cg, "the cgroup filesystem is mounted read-only");
     else

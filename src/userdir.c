@@ -33,7 +33,7 @@ int fb_user_dir_check(const char *dir, uid_t uid, struct fb_err *err)
  * and a directory named for it in a /tmp shared with that namespace would
  * take the name of the real root's (or another user's) directory. The
  * identity map (the initial namespace) gives uid back. */
-static uid_t outer_uid(uid_t uid)
+uid_t fb_outer_uid(uid_t uid)
 {
     char map[4096];
     if (fb_read_file("/proc/self/uid_map", map, sizeof map) <= 0)
@@ -56,9 +56,9 @@ static uid_t outer_uid(uid_t uid)
 int fb_user_dir(char *out, size_t cap, bool create, struct fb_err *err)
 {
     uid_t uid = geteuid();
-    /* Directories are named for the uid outside (see outer_uid); their
+    /* Directories are named for the uid outside (see fb_outer_uid); their
      * owner, as this process sees it, must still be uid. */
-    uid_t name = outer_uid(uid);
+    uid_t name = fb_outer_uid(uid);
     struct fb_err ignored;
     const char *xdg = getenv("XDG_RUNTIME_DIR");
     if (xdg && *xdg && strlen(xdg) < cap && strlen(xdg) < 200 &&

@@ -19,6 +19,10 @@
  * the directory and what is wrong with it. */
 int fb_user_dir(char *out, size_t cap, bool create, struct fb_err *err);
 
+/* The id uid has one user namespace up (/proc/self/uid_map); uid itself in
+ * the initial namespace or when it is not mapped. */
+uid_t fb_outer_uid(uid_t uid);
+
 /* Is dir usable as the user's private directory? 0, or -1 with why. */
 int fb_user_dir_check(const char *dir, uid_t uid, struct fb_err *err);
 
