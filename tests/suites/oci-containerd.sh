@@ -127,14 +127,19 @@ for rt in runc fluebox; do
     R[exec:$rt]=$?
     R[execout:$rt]=$("${C[@]}" task exec --exec-id e2 "$rt-all" sh -c 'echo exec-$((6*7))' 2>&1)
     R[ps:$rt]=$("${C[@]}" task ps "$rt-all" 2>/dev/null | awk 'NR > 1' | wc -l)
-    script -qec "timeout 60 ${C[*]} task exec -t --exec-id e3 $rt-all sh -c 'tty; exit 6'" "$T/$rt-etty.out" >/dev/null 2>&1
+    # script(1) runs its command with $SHELL -c, and GNU timeout puts what it
+    # runs in a process group of its own: not the pty's foreground group, so
+    # ctr setting the terminal's mode would be stopped (SIGTTOU) and hang —
+    # seen where SHELL is unset (sh). --foreground keeps ctr in the
+    # foreground group; SHELL is fixed so the same shell runs everywhere.
+    SHELL=/bin/sh script -qec "timeout --foreground -k 5 60 ${C[*]} task exec -t --exec-id e3 $rt-all sh -c 'tty; exit 6'" "$T/$rt-etty.out" >/dev/null 2>&1
     R[etty:$rt]="$(grep -c '/dev/pts/' "$T/$rt-etty.out") $(sed -n 's/.*COMMAND_EXIT_CODE="\([0-9]*\)".*/\1/p' "$T/$rt-etty.out")"
     "${C[@]}" task kill -a -s SIGKILL "$rt-all" >/dev/null 2>&1
     wait $p
     R[killall:$rt]=$?
 
     # A terminal: ctr run -t under script(1), which gives ctr a pty.
-    script -qec "timeout 60 ${C[*]} run --rm -t --cgroup $CG/$rt-tty $(rtflags "$rt") $IMG $rt-tty sh -c 'tty; exit 4'" \
+    SHELL=/bin/sh script -qec "timeout --foreground -k 5 60 ${C[*]} run --rm -t --cgroup $CG/$rt-tty $(rtflags "$rt") $IMG $rt-tty sh -c 'tty; exit 4'" \
         "$T/$rt-tty.out" >/dev/null 2>&1
     R[tty:$rt]="$(grep -c '/dev/pts/' "$T/$rt-tty.out") $(sed -n 's/.*COMMAND_EXIT_CODE="\([0-9]*\)".*/\1/p' "$T/$rt-tty.out")"
 
