@@ -38,6 +38,10 @@ PASS=0; FAIL=0; SKIP=0; FAILED=(); SKIPPED=(); TIMES=()
 W=$(mktemp -d /tmp/fbrun.XXXXXX); chmod 755 "$W"
 NSUITE=0
 CI_STRICT=""; case "${CI:-}" in true|1|yes) CI_STRICT=1 ;; esac
+# Scratch space is /tmp whatever the caller's TMPDIR says: the suites' own
+# temporary directories (Python's tempfile, node's os.tmpdir, mktemp -t) must
+# be reachable by the unprivileged user they also run as.
+export TMPDIR=/tmp
 
 # selected NAME — FB_ONLY says NAME runs.
 selected() { case "$1" in ${FB_ONLY:-*}) return 0 ;; esac; return 1; }
