@@ -404,11 +404,13 @@ WHY = {
             "inside, four hand-offs a plain fork+exec does not make; on a quiet machine it is "
             "about 1.3x, under load more.",
 }
+said = set()
 def line(what, value, target, ok, why=None):
     mark = "not measured" if ok is None else ("met" if ok else "not met")
     out.append(f"- {what}: {value} (target {target}): {mark}")
     if ok is False and why:
-        out.append(f"  - why: {WHY[why]}")
+        out.append(f"  - why: {'as above' if why in said else WHY[why]}")
+        said.add(why)
 def ratio(what, a, b, key, target, limit, cmp, why=None):
     if a and b and a.get(key) and b.get(key):
         r = a[key] / b[key]
