@@ -348,9 +348,17 @@ NETNS=$(stat -L -c %i /proc/self/ns/net)
 FBPIDS=$TMP/fluebox.pids
 : >"$FBPIDS"
 [ -n "$SERVE_PID" ] && echo "$SERVE_PID" >>"$FBPIDS"
+# fluebox-* cgroups there before this run: pids are reused (pid_max is often
+# 32768), so one left long ago by a killed fluebox can carry the pid of one
+# of this run's; it is not this run's doing.
+all_fluebox_cgroups() {
+    find /sys/fs/cgroup -mindepth 1 -maxdepth 10 -type d -name 'fluebox-*' 2>/dev/null
+}
+CG_BEFORE=$TMP/cgroups.before
+all_fluebox_cgroups | sort >"$CG_BEFORE"
 cgroups_left() {
     local d pid
-    find /sys/fs/cgroup -mindepth 1 -maxdepth 10 -type d -name 'fluebox-*' 2>/dev/null |
+    all_fluebox_cgroups | sort | comm -23 - "$CG_BEFORE" |
         while IFS= read -r d; do
             pid=${d##*/fluebox-}
             pid=${pid%%-*}

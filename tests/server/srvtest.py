@@ -88,6 +88,7 @@ class Server:
         self.errf = open(os.path.join(self.dir, "stderr"), "w+")
         e = dict(os.environ)
         e.update(env or {})
+        self.started = time.time() - 1  # cgroups_of(pid, since=started): its own
         self.p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.errf, env=e)
         def up():
             if self.p.poll() is not None:
@@ -157,12 +158,21 @@ def session_inits(server_pid):
     return out
 
 
-def cgroups_of(pid):
+def cgroups_of(pid, since=0.0):
+    """The fluebox-PID-* cgroups made at or after since (a time.time()):
+    pids are reused (pid_max is often 32768), so one left long ago by a
+    killed fluebox of another run can carry this pid."""
     out = []
     for root, dirs, _ in os.walk("/sys/fs/cgroup"):
         for d in dirs:
             if d.startswith("fluebox-%d-" % pid):
-                out.append(os.path.join(root, d))
+                path = os.path.join(root, d)
+                try:
+                    if os.stat(path).st_mtime < since:
+                        continue
+                except OSError:
+                    continue
+                out.append(path)
         if root.count("/") > 8:
             dirs[:] = []
     return out

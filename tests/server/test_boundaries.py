@@ -142,7 +142,9 @@ def t_network(srv):
     d = tempfile.mkdtemp(prefix="fbweb.")
     with open(os.path.join(d, "index.html"), "w") as f:
         f.write("served-from-host\n")
-    web = subprocess.Popen([sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=d,
+    # -u: its "Serving HTTP ... port N" line must reach the pipe now, not when
+    # a buffer fills (it waited for ever where PYTHONUNBUFFERED was not set).
+    web = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"], cwd=d,
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         line = web.stdout.readline()  # "Serving HTTP on 127.0.0.1 port N ..."

@@ -89,14 +89,14 @@ def t_sigterm():
         c.call("file.write", {"session": s, "path": "keep.txt", "data": "kept"})
         i = c.send("exec", {"session": s, "command": "sleep 60"})
         inits = session_inits(srv.pid)
-        pid = srv.pid
+        pid, since = srv.pid, srv.started
         rc = srv.stop(signal.SIGTERM)
         check("SIGTERM: exit 0", rc == 0, rc)
         _, r = c.wait(i)
         check("SIGTERM: a running exec is answered", "error" in r, r)
         check("SIGTERM: socket removed", not os.path.exists(srv.sock))
         check("SIGTERM: no session init left", wait_for(lambda: not any(os.path.exists("/proc/%d" % p) for p in inits), 10), inits)
-        check("SIGTERM: no cgroup left", not cgroups_of(pid), cgroups_of(pid))
+        check("SIGTERM: no cgroup left", not cgroups_of(pid, since), cgroups_of(pid, since))
         with open(os.path.join(ws, "keep.txt")) as f:
             check("SIGTERM: host workspace keeps its files", f.read() == "kept")
         shutil.rmtree(ws, ignore_errors=True)
@@ -116,7 +116,7 @@ def t_sigkill():
         c.call("exec", {"session": s, "command": "sleep 600 >/dev/null 2>&1 &"})
         wait_for(lambda: c.call("server.info")["pool"]["ready"] == 1)
         inits = session_inits(srv.pid)
-        pid = srv.pid
+        pid, since = srv.pid, srv.started
         srv.stop(signal.SIGKILL)
         check("SIGKILL: every session init dies with the server",
               wait_for(lambda: not any(os.path.exists("/proc/%d" % p) for p in inits), 10), inits)
@@ -134,7 +134,7 @@ def t_sigkill():
             c2 = fbc.Conn(sock)
             _, e = c2.try_call("session.info", {"session": s})
             check("SIGKILL: old sessions are gone", e and e["code"] == "not_found", e)
-            check("SIGKILL: stale cgroups swept", not cgroups_of(pid), cgroups_of(pid))
+            check("SIGKILL: stale cgroups swept", not cgroups_of(pid, since), cgroups_of(pid, since))
             with open(os.path.join(ws, "keep.txt")) as f:
                 check("SIGKILL: host workspace keeps its files across the restart", f.read() == "kept")
             s2 = c2.call("session.create", {"workspace": ws})["session"]
