@@ -58,7 +58,7 @@
 
 /* ---- reasons ---- */
 
-static void sleep_ms(long ms)
+void cg_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
@@ -129,7 +129,7 @@ int cg_rmdir_retry(const char *path)
             return 0;
         if (errno != EBUSY)
             return -1;
-        sleep_ms(1);
+        cg_sleep_ms(1);
     }
     return -1;
 }
@@ -151,7 +151,7 @@ void cg_kill_all(const struct cg_dir *d)
             while (*s == '\n')
                 s++;
         }
-        sleep_ms(1);
+        cg_sleep_ms(1);
     }
 }
 

@@ -16,6 +16,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -259,8 +260,84 @@ static bool pid_alive(pid_t pid)
     return !(rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'));
 }
 
-/* Remove empty fluebox-<pid>-* directories under parent whose creator is
- * gone (a fluebox that was SIGKILLed). Non-empty ones stay: rmdir refuses. */
+/* Is pid on its way out: exiting (PF_EXITING in /proc/PID/stat's flags),
+ * SIGKILL pending, or gone already? */
+static bool task_dying(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (fb_read_file(path, buf, sizeof buf) < 0)
+        return errno == ENOENT || errno == ESRCH;
+    /* After the ")": state ppid pgrp session tty_nr tpgid flags. */
+    const char *s = strrchr(buf, ')');
+    unsigned long flags = 0;
+    if (s && sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & 0x4))
+        return true;
+    snprintf(path, sizeof path, "/proc/%ld/status", pid);
+    if (fb_read_file(path, buf, sizeof buf) < 0)
+        return errno == ENOENT || errno == ESRCH;
+    static const char *const pend[] = {"\nShdPnd:", "\nSigPnd:"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(pend); i++) {
+        const char *l = strstr(buf, pend[i]);
+        if (l && (strtoull(l + strlen(pend[i]), NULL, 16) & (1ull << (SIGKILL - 1))))
+            return true;
+    }
+    return false;
+}
+
+/* Remove the stale directory name under dirfd (its creator is gone), with
+ * what it holds. Its sandbox dies with its supervisor, but not at once:
+ * the next fluebox can come while the last tasks are still exiting, and
+ * rmdir then says EBUSY. That is waited out (up to about half a second)
+ * while the tasks still listed are dying (exiting, or SIGKILL pending); one
+ * that does not start dying within about 100 ms keeps the directory.
+ * Nothing is killed here: the pid in a name may be of another pid
+ * namespace's fluebox. Sub-cgroups a sandbox made go first. */
+static void remove_stale(int dirfd, const char *name, int depth)
+{
+    int live_rounds = 0;
+    for (int round = 0; round < 500; round++) {
+        if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno != EBUSY || depth > 8)
+            return;
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return;
+        char buf[4096];
+        ssize_t n = fb_read_fileat(fd, "cgroup.procs", buf, sizeof buf);
+        bool listed = false, live = false;
+        for (char *s = buf; n > 0 && *s && !live;) {
+            long pid = strtol(s, &s, 10);
+            listed = true;
+            live = pid <= 0 || !task_dying(pid);
+            while (*s == '\n')
+                s++;
+        }
+        if (!listed && round == 0) {
+            /* Empty but busy: sub-cgroups. */
+            int sub = dup(fd);
+            DIR *d = sub >= 0 ? fdopendir(sub) : NULL;
+            struct dirent *e;
+            while (d && (e = readdir(d)))
+                if (e->d_type == DT_DIR && strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+                    remove_stale(fd, e->d_name, depth + 1);
+            if (d)
+                closedir(d);
+            else if (sub >= 0)
+                close(sub);
+        }
+        close(fd);
+        /* Nothing listed yet still busy after the sub-cgroups were tried,
+         * or a task not dying for 100 rounds: it stays. (A task can be
+         * listed a moment before it is told to die: the pid namespace's
+         * init leaves first, then kills the rest.) */
+        if (n < 0 || (!listed && round > 0) || (live && ++live_rounds > 100))
+            return;
+        cg_sleep_ms(1);
+    }
+}
+
+/* Remove the fluebox-<pid>-* directories under parent whose creator is
+ * gone (a fluebox that was SIGKILLed). */
 static void sweep_parent(const char *parent)
 {
     DIR *d = opendir(parent);
@@ -286,7 +363,7 @@ static void sweep_parent(const char *parent)
             seen_alive[k] = pid_alive(pid);
         }
         if (!seen_alive[k])
-            unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+            remove_stale(dirfd(d), e->d_name, 0);
     }
     closedir(d);
 }

@@ -64,6 +64,7 @@ void cg_finish_strings(struct fb_cgroup *cg);
 void cg_kill_all(const struct cg_dir *d);
 void cg_dir_remove(struct cg_dir *d);
 int cg_rmdir_retry(const char *path);
+void cg_sleep_ms(long ms);
 /* Why something was not applied: appended to cg->reason ("; " between),
  * and the first short cause kept in cg->cause for the one warning. */
 void cg_add_reason(struct fb_cgroup *cg, const char *fmt, ...)

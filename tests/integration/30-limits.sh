@@ -302,6 +302,17 @@ if [ -n "$CG" ]; then
     mkdir -p "$own/fluebox/fluebox-$dead-1"
     "$FB" run -- true
     [ ! -d "$own/fluebox/fluebox-$dead-1" ] && ok "a stale empty fluebox-<dead pid> cgroup is swept" || { fail "stale cgroup swept" "$own/fluebox/fluebox-$dead-1"; rmdir "$own/fluebox/fluebox-$dead-1"; }
+    # One whose creator is gone but which still holds a live process is
+    # kept, and the process is not touched (the pid in a name can be of
+    # another pid namespace's fluebox).
+    mkdir -p "$own/fluebox/fluebox-$dead-2"
+    sleep 120 & sl=$!
+    echo "$sl" > "$own/fluebox/fluebox-$dead-2/cgroup.procs"
+    "$FB" run -- true
+    if [ -d "$own/fluebox/fluebox-$dead-2" ] && kill -0 "$sl" 2>/dev/null; then ok "a stale cgroup holding a live process is kept, the process untouched"
+    else fail "stale cgroup with a live process" "dir: $(ls -d "$own/fluebox/fluebox-$dead-2" 2>&1) alive: $(kill -0 "$sl" 2>&1 && echo yes)"; fi
+    echo "$sl" > "$own/cgroup.procs"; kill "$sl"; wait "$sl" 2>/dev/null
+    rmdir "$own/fluebox/fluebox-$dead-2"
     # ...but not a live one: our own shell's pid is alive.
     mkdir -p "$own/fluebox/fluebox-$$-1"
     "$FB" run -- true
