@@ -93,7 +93,7 @@ else
   skip "v2: memory.events oom_kill" "$OWN offers no memory controller"
 fi
 if has pids; then
-  run_fb run -q --pids 20 --report "$R" -- sh -c 'i=0; while [ $i -lt 100 ]; do sleep 5 & i=$((i+1)); done'
+  run_fb run -q --pids 20 --report "$R" -- sh -c 'i=0; while [ $i -lt 100 ]; do sleep 120 & i=$((i+1)); done'
   jtrue "v2: pids.events max and pids.peak read back" "$R" '0 < r["pids_peak"] <= 20 and r["pids_limit_hits"] >= 1'
 else
   skip "v2: pids.events / pids.peak" "$OWN offers no pids controller"
