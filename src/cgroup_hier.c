@@ -264,7 +264,7 @@ static bool pid_alive(pid_t pid)
  * SIGKILL pending, or gone already? */
 static bool task_dying(long pid)
 {
-    char path[64], buf[1024];
+    char path[64], buf[4096]; /* status: ShdPnd is ~650 bytes in, after Groups */
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     if (fb_read_file(path, buf, sizeof buf) < 0)
         return errno == ENOENT || errno == ESRCH;
