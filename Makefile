@@ -13,12 +13,21 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WERROR  ?= $(if $(CI),-Werror,)
 WARN     = -Wall -Wextra $(WERROR) -Wno-unused-parameter -Wshadow -Wformat=2 -Wno-format-nonliteral
-CPPFLAGS += -D_GNU_SOURCE -iquote src -iquote build
+# The sources live in one folder per subsystem (src/LAYERS says which folder
+# may call which; `make layers` checks it). Every folder is on the quote
+# include path, so a header is included by its name alone. Objects are named
+# after their source file alone: a file name is unique across src/.
+SRCDIRS := src $(sort $(patsubst %/,%,$(dir $(wildcard src/*/*.c src/*/*.h))))
+CPPFLAGS += -D_GNU_SOURCE $(addprefix -iquote ,$(SRCDIRS)) -iquote build
 LIBS     = -lseccomp -ljansson
+# Each object's dependency file (-MMD) names the headers it includes: touching
+# one header rebuilds the objects that include it, not all of them.
+DEPFLAGS = -MMD -MP
 
-SRC     := $(wildcard src/*.c)
-OBJ     := $(SRC:src/%.c=build/obj/%.o)
-ASAN_OBJ:= $(SRC:src/%.c=build/asan/%.o)
+SRC     := $(wildcard src/*.c src/*/*.c)
+OBJ     := $(addprefix build/obj/,$(notdir $(SRC:.c=.o)))
+ASAN_OBJ:= $(addprefix build/asan/,$(notdir $(SRC:.c=.o)))
+vpath %.c $(SRCDIRS)
 PROFILES:= $(wildcard profiles/*.json)
 
 .PHONY: all deps demo check check-quick check-kernels asan bench redteam fuzz clean install oci-conformance
@@ -35,19 +44,20 @@ deps:
 build/profiles.c: $(PROFILES) scripts/embed-profiles.sh | build/.deps-ok
 	@sh scripts/embed-profiles.sh $(PROFILES) > $@.tmp && mv $@.tmp $@
 
-build/obj/%.o: src/%.c $(wildcard src/*.h) build/.deps-ok
+build/obj/%.o: %.c build/.deps-ok
 	@mkdir -p build/obj
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -c -o $@ $<
+
+build/asan/%.o: %.c build/.deps-ok
+	@mkdir -p build/asan
+	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined $(WARN) $(DEPFLAGS) -c -o $@ $<
+
+# The generated sources get the same warnings (and -Werror in CI).
+build/obj/profiles.o: build/profiles.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
 
-build/asan/%.o: src/%.c $(wildcard src/*.h) build/.deps-ok
-	@mkdir -p build/asan
-	$(CC) $(CPPFLAGS) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined $(WARN) -c -o $@ $<
-
-build/obj/profiles.o: build/profiles.c
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
-
 build/asan/profiles.o: build/profiles.c
-	$(CC) $(CPPFLAGS) -O1 -g -c -o $@ $<
+	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -c -o $@ $<
 
 EMBED := $(if $(PROFILES),profiles.o,)
 
@@ -66,7 +76,7 @@ build/seccomp-progs.c: build/seccomp-precompile
 	build/seccomp-precompile > $@.tmp && mv $@.tmp $@
 
 build/obj/seccomp-progs.o: build/seccomp-progs.c
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -c -o $@ $<
 
 # The built-in profiles' effective policies, loaded from their JSON at build
 # time (scripts/profiles-precompile.c): `run` copies them instead of parsing
@@ -78,8 +88,8 @@ build/profiles-precompile: scripts/profiles-precompile.c $(PRECOMPILE_OBJ)
 build/profiles-policy.c: build/profiles-precompile
 	build/profiles-precompile > $@.tmp && mv $@.tmp $@
 
-build/obj/profiles-policy.o: build/profiles-policy.c $(wildcard src/*.h)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
+build/obj/profiles-policy.o: build/profiles-policy.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -c -o $@ $<
 
 fluebox: $(OBJ) $(addprefix build/obj/,$(EMBED)) build/obj/seccomp-progs.o build/obj/profiles-policy.o
 	@mkdir -p build
@@ -130,6 +140,7 @@ oci-conformance: fluebox
 clean:
 	rm -rf build fluebox
 
+-include $(wildcard build/obj/*.d build/asan/*.d)
 -include tests/probes/probes.mk
 -include bench/bench.mk
 -include tests/tests.mk

@@ -1,7 +1,7 @@
 /* main.c — subcommand dispatch. Each subcommand lives with its concern:
  * run (here, through supervise.c), profile (profile_cmd.c), learn (learn.c),
  * serve / session / exec / cp (server*.c, client.c). */
-#include "cli.h"
+#include "policy_opts.h"
 #include "client.h"
 #include "commands.h"
 #include "profile.h"

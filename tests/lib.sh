@@ -63,7 +63,7 @@ skip_all() { echo "ok - ${0##*/}: the rest of the file # SKIP $1"; FB_LIB_DONE=1
 bail() { echo "not ok - ${0##*/}: gave up: $1"; FB_LIB_DONE=1; builtin exit 0; }
 
 # Each test file has its own private runtime directory, so that what fluebox
-# says once per user and boot (src/userdir.h) is said again in each file.
+# says once per user and boot (src/base/userdir.h) is said again in each file.
 mkdir -p "$T/.xdg" && chmod 700 "$T/.xdg"
 [ "$FB_AS" != root ] && [ "$(id -u)" = 0 ] && chown "$FB_AS" "$T/.xdg"
 export XDG_RUNTIME_DIR=$T/.xdg

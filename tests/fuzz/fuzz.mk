@@ -15,7 +15,7 @@ FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined
 FUZZ_SRC   := $(filter-out src/main.c,$(SRC)) build/profiles.c
 FUZZ_TIME  ?= 600
 
-build/fuzz-profile: tests/fuzz/profile_fuzz.c tests/fuzz/bpf_run.h $(FUZZ_SRC) $(wildcard src/*.h)
+build/fuzz-profile: tests/fuzz/profile_fuzz.c tests/fuzz/bpf_run.h $(FUZZ_SRC) $(wildcard src/*/*.h)
 	@mkdir -p build
 	$(FUZZ_CC) $(CPPFLAGS) -iquote tests/fuzz $(FUZZ_FLAGS) -o $@ tests/fuzz/profile_fuzz.c \
 	    $(FUZZ_SRC) $(LIBS)
@@ -25,11 +25,11 @@ fuzz: build/fuzz-profile
 	build/fuzz-profile -max_total_time=$(FUZZ_TIME) -timeout=20 -dict=tests/fuzz/profile.dict \
 	    -artifact_prefix=build/fuzz-crash- build/fuzz-corpus tests/fuzz/corpus
 
-# The wire protocol's parser and encoders (tests/fuzz/proto_fuzz.c, src/proto.c;
+# The wire protocol's parser and encoders (tests/fuzz/proto_fuzz.c, src/server/proto.c;
 # tests/suites/fuzz-proto.sh runs it briefly in make check).
-build/fuzz-proto: tests/fuzz/proto_fuzz.c src/proto.c src/proto.h src/methods.h src/userdir.c src/userdir.h src/util.c src/fb.h
+build/fuzz-proto: tests/fuzz/proto_fuzz.c src/server/proto.c src/server/proto.h src/server/methods.h src/base/userdir.c src/base/userdir.h src/base/util.c src/base/fb.h
 	@mkdir -p build
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/proto_fuzz.c src/proto.c src/userdir.c src/util.c -ljansson
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/proto_fuzz.c src/server/proto.c src/base/userdir.c src/base/util.c -ljansson
 
 fuzz-proto: build/fuzz-proto
 	@mkdir -p build/fuzz-corpus-proto
@@ -39,9 +39,9 @@ fuzz-proto: build/fuzz-proto
 # The parsers of what a sandbox sends the supervisor: TLS/HTTP first bytes,
 # every request of a plain-HTTP connection, DNS (tests/fuzz/net_fuzz.c;
 # tests/suites/fuzz-net.sh runs it briefly in make check).
-build/fuzz-net: tests/fuzz/net_fuzz.c src/sniff.c src/sniff.h src/dns.c src/dns.h src/fb.h
+build/fuzz-net: tests/fuzz/net_fuzz.c src/egress/sniff.c src/egress/sniff.h src/egress/dns_wire.c src/egress/dns_wire.h src/base/fb.h
 	@mkdir -p build
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/net_fuzz.c src/sniff.c src/dns.c
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/net_fuzz.c src/egress/sniff.c src/egress/dns_wire.c
 
 fuzz-net: build/fuzz-net
 	@mkdir -p build/fuzz-corpus-net

@@ -1,5 +1,5 @@
 /* net_fuzz.c — libFuzzer target for the parsers the supervisor runs on what
- * a sandbox sends it (src/sniff.c, src/dns.c). Checks, beyond "no crash, no
+ * a sandbox sends it (src/egress/sniff.c, src/egress/dns_wire.c). Checks, beyond "no crash, no
  * sanitizer report":
  *   - following the requests of a plain-HTTP stream (http_walk) gives the
  *     same verdicts and passes the same bytes whether the stream comes whole
@@ -11,7 +11,7 @@
  *   - a DNS query that parses gets a reply that echoes its id.
  * The first input byte chooses the piece size and the upgrade answer.
  * Built and run briefly by tests/suites/fuzz-net.sh; longer: make fuzz-net. */
-#include "dns.h"
+#include "dns_wire.h"
 #include "sniff.h"
 
 #include <string.h>

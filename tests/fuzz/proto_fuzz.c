@@ -1,5 +1,5 @@
 /* proto_fuzz.c — libFuzzer target for the wire protocol's parser and
- * encoders (src/proto.c): every input is a request line as the server would
+ * encoders (src/server/proto.c): every input is a request line as the server would
  * see it. Checks, beyond "no crash, no sanitizer report":
  *   - a request is accepted, or refused with one of the protocol's codes;
  *   - every typed parameter getter either succeeds or fails with

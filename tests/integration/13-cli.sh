@@ -92,7 +92,7 @@ case "$ERR" in *"limits not applied"*) ok "no delegation: warned again for anoth
 unset FLUEBOX_CGROUP
 
 # --- uid 0 of a user namespace does not take root's directory in the shared /tmp -----
-# (the user's directory is named for its uid one namespace up: src/userdir.c)
+# (the user's directory is named for its uid one namespace up: src/base/userdir.c)
 if as_root && id fbtest >/dev/null 2>&1 && command -v unshare >/dev/null; then
   fbt=$(id -u fbtest)
   owner0() { stat -c %u /tmp/fluebox-0 2>/dev/null; }

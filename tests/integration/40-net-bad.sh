@@ -33,8 +33,8 @@ if grep -q '"reason":"malformed query' "$LOG" 2>/dev/null; then ok "malformed qu
 
 # ---- the parsers on their own, under ASan/UBSan ----
 if command -v cc >/dev/null; then
-  if cc -D_GNU_SOURCE -iquote "$ROOT/src" -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
-       -o "$T/parsers" "$ROOT/tests/net/parsers_test.c" "$ROOT/src/dns.c" "$ROOT/src/sniff.c" 2>"$T/cc.err"; then
+  if cc -D_GNU_SOURCE -iquote "$ROOT/src/base" -iquote "$ROOT/src/egress" -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
+       -o "$T/parsers" "$ROOT/tests/net/parsers_test.c" "$ROOT/src/egress/dns_wire.c" "$ROOT/src/egress/sniff.c" 2>"$T/cc.err"; then
     /usr/bin/python3 "$ROOT/tests/net/clienthello.py" > "$T/hello.bin" 2>"$T/ch.err" || rm -f "$T/hello.bin"
     "$T/parsers" "$T/hello.bin" 2>&1
   else

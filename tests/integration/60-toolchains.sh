@@ -1,6 +1,6 @@
 #!/bin/bash
 # 60-toolchains: which host trees a sandbox gets for the programs it runs
-# (src/toolchain.c). A program found on the caller's PATH, or named by path,
+# (src/policy/toolchain.c). A program found on the caller's PATH, or named by path,
 # gets the smallest tree that runs it: a venv and its base interpreter, a
 # version manager's version directory, or the file alone; never a home
 # directory or a directory directly in one, where configuration and

@@ -1,9 +1,9 @@
-/* parsers_test.c — the DNS and first-bytes parsers (src/dns.c, src/sniff.c)
+/* parsers_test.c — the DNS and first-bytes parsers (src/egress/dns_wire.c, src/egress/sniff.c)
  * on their own: expected results for crafted input, real ClientHellos (from
  * tests/net/clienthello.py, argv[1]) whole, cut short, split across records
  * and corrupted, and random input. Built with ASan/UBSan by 40-net-bad.sh;
  * prints "ok - ..." / "not ok - ..." lines. */
-#include "dns.h"
+#include "dns_wire.h"
 #include "sniff.h"
 
 #include <stdarg.h>

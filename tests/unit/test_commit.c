@@ -1,4 +1,4 @@
-/* Unit tests of committing a copy-on-write layer (src/commit.c) on plain
+/* Unit tests of committing a copy-on-write layer (src/cow/commit.c) on plain
  * directories: a "host" workspace and an "upper" layer built by hand (a
  * whiteout is an empty file with user.overlay.whiteout, as overlayfs's
  * userxattr mode writes it). The progress hook is the hold point: it runs

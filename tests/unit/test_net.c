@@ -1,11 +1,11 @@
 /* Unit tests of the network allowlist's pure code: --egress-resolve and
  * --allow-net parsing, policy combinations, the DNS and first-bytes parsers
  * (more of those, with fuzzing, in tests/net/parsers_test.c). */
-#include "dns.h"
+#include "dns_wire.h"
 #include "egress.h"
 #include "nametab.h"
 #include "fb.h"
-#include "net.h"
+#include "netns.h"
 #include "policy.h"
 #include "sniff.h"
 #include "toolchain.h"

@@ -1,4 +1,4 @@
-/* Unit tests of rmtree (src/rmtree.c): a tree removed a few entries per
+/* Unit tests of rmtree (src/base/rmtree.c): a tree removed a few entries per
  * step, symlinks removed and never followed (a link to a directory outside
  * keeps that directory's files), a cancelled removal leaves the rest, and
  * an error is reported while the rest is still removed. Runs on the host

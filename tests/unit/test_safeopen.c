@@ -1,4 +1,4 @@
-/* Unit tests of safe_open (src/safeopen.c): /proc magic links are refused
+/* Unit tests of safe_open (src/base/safeopen.c): /proc magic links are refused
  * with ELOOP, plain symlinks (procfs's own relative ones too) are followed,
  * and the walk behaves as open(2) otherwise. Runs on the host: /proc/self
  * here is this test process. */

@@ -1,4 +1,4 @@
-/* Unit tests of the server's dispatch table (src/server_methods.c): it and
+/* Unit tests of the server's dispatch table (src/server/server_methods.c): it and
  * the protocol's method list come from the same list (methods.h), so every
  * method a request may name has a handler, and the file methods' argument
  * is a file operation the file code knows. */

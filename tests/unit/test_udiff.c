@@ -1,4 +1,4 @@
-/* Unit tests of the copy-on-write diff machinery (src/udiff.c): unified
+/* Unit tests of the copy-on-write diff machinery (src/base/udiff.c): unified
  * hunks (exact output for small cases, and random edits checked by applying
  * the hunks with an independent applier), git blob ids, binary detection,
  * UTF-8 validation and the git binary literal. */

@@ -1,0 +1,34 @@
+/* netns.h — the sandbox side of networking, run by the child inside its new
+ * network namespace before it drops privileges.
+ *
+ * net_setup_child() brings loopback up, binds the DNS sockets (none and
+ * allow modes) and, in allow mode, makes the synthetic range local (an
+ * address on lo) and binds the listeners for the allowed ports (and the
+ * CONNECT proxy); it returns the sockets;
+ * spawn.c passes them to the supervisor (SCM_RIGHTS, FB_MSG_NETFDS), where
+ * egress serves them. Nothing here talks to the host network.
+ * docs/network.md describes the whole design and its limits. */
+#ifndef FB_NET_H
+#define FB_NET_H
+
+#include "policy.h"
+
+/* The sandbox's resolver address (what /etc/resolv.conf names in allow mode). */
+#define FB_NET_DNS_ADDR "127.0.0.53"
+/* Synthetic addresses handed out for allowed names: 198.18.0.0/15 (RFC 2544).
+ * 198.18.0.1 is the sandbox's own address on lo; names get .0.2 upwards. */
+#define FB_NET_SYNTH_BASE 0xC6120000u /* 198.18.0.0 */
+#define FB_NET_SYNTH_BITS 15
+/* Distinct allowed ports: two DNS sockets and the proxy leave this many of
+ * the 32 descriptors a control message carries. */
+#define FB_NET_MAX_PORTS 29
+
+/* fds receives at most FB_CTL_MAX_FDS (32) descriptors; *nfds how many.
+ * In none mode they are the resolver's two; with --net host none. */
+int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err);
+
+/* The distinct ports the allowlist needs (80 and 443 for a pattern without
+ * a port), into ports (capacity cap). Returns the count, -1 if over cap. */
+int net_allowed_ports(const struct fb_policy *p, uint16_t *ports, size_t cap);
+
+#endif

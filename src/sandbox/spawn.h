@@ -1,0 +1,118 @@
+/* spawn.h — creating a sandbox: clone3 into new namespaces, the
+ * parent/child handshake, and handing the result to whoever supervises it
+ * (supervise.c for `run`, sess_sandbox.c for the server). */
+#ifndef FB_SPAWN_H
+#define FB_SPAWN_H
+
+#include "cgroup.h"
+#include "cow.h"
+#include "ctl.h"
+#include "egress.h"
+#include "policy.h"
+#include "userns.h"
+
+enum fb_mode {
+    FB_MODE_RUN,     /* init runs p->argv and exits with it */
+    FB_MODE_SESSION, /* init serves requests on the control socket */
+    FB_MODE_EXT,     /* the caller's x->child builds the root and runs init (fluebox oci) */
+};
+
+/* For a sandbox whose root and init are someone else's (fluebox oci, see
+ * oci.h): how sandbox_spawn_ext() differs from sandbox_spawn(). The child
+ * still does everything up to the network (cgroup, ids, hostname, loopback
+ * or the allowlist's sockets); then it calls child() instead of building
+ * fluebox's own root and running init_main(). */
+struct fb_spawn_ext {
+    unsigned long clone_flags; /* added to clone3's (CLONE_PARENT: init becomes
+                                  the caller's parent's child) */
+    bool no_pdeathsig;         /* init outlives the process that created it */
+    const char *uid_map;       /* /proc/PID/uid_map and gid_map text, written
+                                  instead of the single-id maps of userns.c */
+    const char *gid_map;
+    struct fb_ids *ids;        /* the host ids the caller decided (userns_host_ids),
+                                  moved into the sandbox (its claim is released
+                                  with it, or on failure); NULL: one plain id */
+    const int *keep_fds;       /* descriptors the child keeps (close_inherited) */
+    size_t nkeep;
+    struct fb_cgroup *cg;      /* the cgroup to put the sandbox in, made by the
+                                  caller (cgroup_create_at); destroyed on failure */
+    __attribute__((noreturn)) void (*child)(const struct fb_policy *p, int ctl, void *arg);
+    void *arg;
+    /* The supervisor's side of messages the child sends before READY that
+     * spawn.c does not know (fds: what came with it, to be closed by it).
+     * -1 with err ends the spawn. */
+    int (*on_msg)(void *arg, int ctl, const struct fb_msg *m, int *fds, size_t nfds,
+                  struct fb_err *err);
+};
+
+struct fb_sandbox {
+    pid_t pid;               /* init, as seen from the supervisor */
+    int pidfd;               /* readable when init exits */
+    int ctl;                 /* control socket to init */
+    struct fb_cgroup *cg;    /* NULL when no cgroup limits are in use */
+    struct fb_egress *egress;/* allow-mode network, else NULL */
+    int seccomp_fd;          /* seccomp listener (--seccomp-log, learn) or -1 */
+    struct fb_cow *cow;      /* --cow: the upper layer and conflict baseline (cow.h) */
+    int scratch_fd;          /* the sandbox's scratch tmpfs (its root), or -1: for
+                                fstatfs(), and for treecopy.h's walks (fork,
+                                snapshots), which follow no link; never a path */
+    struct fb_ids ids;
+    uint64_t start_ns;
+    bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */
+    struct fb_ll *ll;        /* --isolation landlock: the run's layout (landlock.h) */
+};
+
+/* Build a sandbox for p. On success init is running (FB_MSG_READY was
+ * received) and sb is filled in. On failure nothing is left behind: no
+ * process, no cgroup; err carries the child's own message. */
+int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
+                  struct fb_err *err);
+
+/* A sandbox whose scratch space starts with files of the supervisor's
+ * choosing (session.fork): p->seed_scratch is set, and once the child has
+ * made its scratch tmpfs and waits, fill() gets a descriptor of it (the
+ * tmpfs's root, for openat; not the caller's to close) and the sandbox
+ * being built (its ids and cgroup). Nothing of the sandbox's layout exists
+ * on it yet: the home, /tmp and the copy-on-write layer are made from
+ * whatever fill() put there. -1 from fill() (with err) ends the spawn. */
+struct fb_seed {
+    int (*fill)(void *arg, int scratch, const struct fb_sandbox *sb, struct fb_err *err);
+    void *arg;
+};
+int sandbox_spawn_seeded(const struct fb_policy *p, enum fb_mode mode, const struct fb_seed *seed,
+                         struct fb_sandbox *sb, struct fb_err *err);
+
+/* The same for FB_MODE_EXT: x says what differs. sb->pid is not the
+ * caller's child when x->clone_flags has CLONE_PARENT (use sb->pidfd). */
+int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
+                      struct fb_sandbox *sb, struct fb_err *err);
+
+/* Called just before (true) and after (false) the clone3() in sandbox_spawn,
+ * in the parent. The child is a copy of the calling thread only: a lock
+ * that another thread held at that instant (malloc's, stdio's) stays locked
+ * in it forever. A multi-threaded caller (the server, sess_sandbox.c) uses this
+ * to hold its other threads still during the clone. NULL: nothing. */
+extern void (*sandbox_clone_guard)(bool before);
+
+/* --isolation landlock (landlock_spawn.c): what sandbox_spawn() does for a
+ * policy that asks for it, and what sandbox_release() adds: killing what
+ * the command left running, removing the run's scratch directory. */
+int landlock_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
+                   struct fb_err *err);
+void landlock_release(struct fb_sandbox *sb);
+
+/* Kill the sandbox (SIGKILL to init empties its pid namespace). */
+void sandbox_kill(struct fb_sandbox *sb);
+
+/* Bytes used in the sandbox's scratch space (--disk) now; -1 if unknown. */
+int64_t sandbox_disk_used(const struct fb_sandbox *sb);
+
+/* Wait for init to end and reap it (blocks). A namespaced sandbox has then
+ * nothing left running: the kernel empties a pid namespace before its init
+ * can be reaped. */
+void sandbox_reap(struct fb_sandbox *sb);
+
+/* Reap init if needed, close fds, remove the cgroup, free egress. */
+void sandbox_release(struct fb_sandbox *sb);
+
+#endif
