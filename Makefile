@@ -1,7 +1,10 @@
 # fluebox — build, test, benchmark.
 #   make            build ./fluebox (installs missing Debian -dev packages first)
 #   make demo       build and run a real example in a sandbox
-#   make check      build (normal and ASan/UBSan) and run every test
+#   make check      build (normal and ASan/UBSan), check the layers and run
+#                   every test
+#   make layers     the subsystem folders call each other only as src/LAYERS
+#                   says (reads the built objects' symbols)
 #   make check-kernels  the Linux 6.1 / cgroup v2 guest suites, with the whole
 #                   integration suite in the guest (about 30 min more)
 #   make bench      benchmarks side by side with bubblewrap and unshare
@@ -30,7 +33,7 @@ ASAN_OBJ:= $(addprefix build/asan/,$(notdir $(SRC:.c=.o)))
 vpath %.c $(SRCDIRS)
 PROFILES:= $(wildcard profiles/*.json)
 
-.PHONY: all deps demo check check-quick check-kernels asan bench redteam fuzz clean install oci-conformance
+.PHONY: all deps demo check check-quick layers check-kernels asan bench redteam fuzz clean install oci-conformance
 
 all: fluebox
 
@@ -105,9 +108,14 @@ asan: build/fluebox-asan
 demo: fluebox
 	@sh scripts/demo.sh
 
-check: fluebox build/fluebox-asan
+check: fluebox build/fluebox-asan layers
 	@sh scripts/deps.sh test
 	@bash tests/run.sh
+
+# The subsystem folders call each other only as src/LAYERS declares
+# (scripts/layers.py reads the built objects' symbols).
+layers: fluebox
+	@python3 scripts/layers.py --src src --obj build/obj
 
 check-quick: fluebox
 	@FB_NO_ASAN=1 bash tests/run.sh

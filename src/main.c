@@ -1,6 +1,8 @@
 /* main.c — subcommand dispatch. Each subcommand lives with its concern:
- * run (here, through supervise.c), profile (profile_cmd.c), learn (learn.c),
- * serve / session / exec / cp (server*.c, client.c). */
+ * run (here, through run/supervise.c), profile (cli/profile_cmd.c), learn
+ * (cli/learn.c), serve (server/server.c), session / exec / cp (cli/client*.c),
+ * oci (oci/oci.c), doctor (cli/doctor.c). src/LAYERS says which folder may
+ * call which. */
 #include "policy_opts.h"
 #include "client.h"
 #include "commands.h"
@@ -54,25 +56,7 @@ static int cmd_run(int argc, char **argv)
     return code;
 }
 
-/* Subcommands implemented by other modules; the weak fallbacks keep a build
- * that lacks one of them honest about it. */
-#define WEAK_CMD(fn, what)                                                          \
-    __attribute__((weak)) int fn(int argc, char **argv)                            \
-    {                                                                              \
-        (void)argc;                                                                \
-        (void)argv;                                                                \
-        fb_warn("%s is not available in this build", what);                       \
-        return FB_EXIT_SETUP;                                                      \
-    }
-WEAK_CMD(cmd_profile, "fluebox profile")
-WEAK_CMD(cmd_learn, "fluebox learn")
-WEAK_CMD(cmd_serve, "fluebox serve")
-WEAK_CMD(cmd_session, "fluebox session")
-WEAK_CMD(cmd_exec, "fluebox exec")
-WEAK_CMD(cmd_cp, "fluebox cp")
-WEAK_CMD(cmd_oci, "fluebox oci")
-WEAK_CMD(cmd_doctor, "fluebox doctor")
-
+/* The subcommands (commands.h), each in the folder of its concern. */
 static const struct {
     const char *name;
     int (*fn)(int, char **);

@@ -1,7 +1,7 @@
 /* tarstream.c — tar streams for `fluebox cp -r` (tarstream.h). */
 #include "tarstream.h"
 
-#include "proto.h"
+#include "bytes.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -11,9 +11,11 @@
  *
  * Who calls what:
  *   supervisor: cow_begin (before the clone), cow_premounts (root: idmapped
- *               lower), cow_attach (FB_MSG_COW), then cow_run_finish (run)
- *               or the workspace.* session methods (ws_cow.c).
- *   child:      cow_mount_child (mount.c, after the ids are mapped).
+ *               lower, sandbox/cow_mount.c), cow_attach (FB_MSG_COW), then
+ *               cow_run_finish (run/run_cow.c) or the workspace.* session
+ *               methods (server/ws_cow.c).
+ *   child:      cow_mount_child (sandbox/cow_mount.c, called by mount.c
+ *               after the ids are mapped).
  */
 #ifndef FB_COW_H
 #define FB_COW_H
@@ -98,42 +100,18 @@ struct fb_cow {
 int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow **out,
               struct fb_err *err);
 
-/* Supervisor, as root: the lower layer as a read-only idmapped tree (the
- * workspace owner's files appear as the sandbox's host id, so the sandbox
- * can copy them up), and the --cow-upper directory idmapped likewise.
- * Fills pre->workspace_fd and pre->cow_upper_fd where it can. */
-int cow_premounts(const struct fb_policy *p, const struct fb_ids *ids, struct fb_premounts *pre,
-                  struct fb_err *err);
-
-/* Child, in its own user and mount namespace with private propagation and
- * its inside ids: mount a small staging tmpfs on `stage` (the new root is
- * mounted over it later and the old root detached, so nothing of it stays
- * visible), attach lower_tree and the upper storage (upper_tree, or a new
- * tmpfs of --disk size), and create the overlay. Returns the detached
- * overlay in *ovl_fd and, in fds[0..2], what the supervisor keeps: the
- * upper storage directory, the user namespace and the mount namespace. */
-int cow_mount_child(const struct fb_policy *p, int lower_tree, int upper_tree, const char *stage,
-                    int *ovl_fd, int fds[3], struct fb_err *err);
-/* The same with a new upper layer that starts as a copy of the directory
- * seed (a snapshot; -1: empty). */
-int cow_mount_child_seeded(const struct fb_policy *p, int lower_tree, int upper_tree, int seed,
-                           const char *stage, int *ovl_fd, int fds[3], struct fb_err *err);
+/* Empty the upper layer in place (a layer no longer mounted, or the
+ * caller's --cow-upper directory): a fresh layer whose history starts now. */
+int cow_empty_in_place(struct fb_cow *c, struct fb_err *err);
+/* Take newfd, a new upper storage directory (holding upper/), in place of
+ * the old one: fresh (a reset: nothing committed from it yet, its history
+ * starts now) or a restored snapshot (the same history as before). */
+int cow_adopt_layer(struct fb_cow *c, int newfd, bool fresh, struct fb_err *err);
 
 /* Supervisor: take the fds of FB_MSG_COW (always consumed). */
 int cow_attach(struct fb_cow *c, int *fds, size_t nfds, struct fb_err *err);
 
 void cow_free(struct fb_cow *c);
-
-/* Discard every change: a fresh upper layer. In a live session (namespaces
- * known) a helper process joins the sandbox's namespaces and replaces the
- * overlay at /workspace; otherwise the upper directory is emptied. */
-int cow_reset(struct fb_cow *c, struct fb_err *err);
-
-/* A live session: replace the overlay at /workspace by one whose upper
- * layer is a copy of the directory seed (a snapshot, sess_snapshot.c), as
- * cow_reset does with an empty one. The conflict baseline stays (the
- * restored changes are still compared with the host as of the start). */
-int cow_restore(struct fb_cow *c, int seed, struct fb_err *err);
 
 /* session.snapshot / session.restore of a copy-on-write session
  * (sess_snapshot.c; reached through cow_session_call) and the names of its
@@ -154,11 +132,6 @@ bool cow_upper_full(const struct fb_cow *c);
 int64_t cow_upper_usage(const struct fb_cow *c, int64_t limit);
 bool cow_upper_over(struct fb_cow *c);
 
-/* `fluebox run` after the command: compute the changes, write --changes,
- * commit with --commit when the command exited 0. Returns the exit code
- * fluebox should use (exit_code, or FB_EXIT_SETUP when a requested commit
- * did not happen or the changes could not be written). */
-int cow_run_finish(const struct fb_policy *p, struct fb_cow *c, int exit_code, bool ran_ok);
 
 /* The session methods workspace.diff, workspace.commit and workspace.reset
  * (ws_cow.c, docs/protocol.md): the result object, or NULL with e

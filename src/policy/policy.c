@@ -3,7 +3,6 @@
  * bound for it: toolchain.c). Loading profiles is profile.c's job. */
 #include "policy.h"
 
-#include "netns.h"
 #include "toolchain.h"
 
 #include <ctype.h>
@@ -396,7 +395,7 @@ int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_er
         p->proxy_port = 3128;
     if (p->net == FB_NET_ALLOW) {
         uint16_t ports[FB_NET_MAX_PORTS];
-        int np = net_allowed_ports(p, ports, FB_NET_MAX_PORTS);
+        int np = policy_allowed_ports(p, ports, FB_NET_MAX_PORTS);
         if (np < 0)
             return fb_errf(err, FB_EXIT_SETUP, "--allow-net: more than %d different ports",
                            FB_NET_MAX_PORTS);
@@ -414,4 +413,27 @@ int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_er
 
     /* The command, and what it and the caller's interpreters need. */
     return toolchain_resolve(p, ce, err);
+}
+
+int policy_allowed_ports(const struct fb_policy *p, uint16_t *ports, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < p->nallow; i++) {
+        uint16_t want[2] = {p->allow[i].port, 0};
+        if (!want[0]) {
+            want[0] = 80;
+            want[1] = 443;
+        }
+        for (int k = 0; k < 2 && want[k]; k++) {
+            bool have = false;
+            for (size_t j = 0; j < n; j++)
+                have |= ports[j] == want[k];
+            if (have)
+                continue;
+            if (n == cap)
+                return -1;
+            ports[n++] = want[k];
+        }
+    }
+    return (int)n;
 }

@@ -251,4 +251,12 @@ const char *policy_home(const struct fb_policy *p);
 const struct fb_allow *policy_allow_match(const struct fb_policy *p, const char *name,
                                           uint16_t port);
 
+/* Distinct allowed ports: two DNS sockets and the proxy leave this many of
+ * the 32 descriptors a control message carries (netns.c binds them). */
+#define FB_NET_MAX_PORTS 29
+
+/* The distinct ports the allowlist needs (80 and 443 for a pattern without
+ * a port), into ports (capacity cap). Returns the count, -1 if over cap. */
+int policy_allowed_ports(const struct fb_policy *p, uint16_t *ports, size_t cap);
+
 #endif

@@ -12,7 +12,7 @@
 
 #include "policy_set.h"
 #include "profile.h"
-#include "pty.h"
+#include "term.h"
 
 #include <string.h>
 

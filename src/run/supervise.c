@@ -8,6 +8,7 @@
 #include "init.h"
 #include "pty.h"
 #include "report.h"
+#include "run_cow.h"
 #include "scnotify.h"
 #include "spawn.h"
 
@@ -191,7 +192,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     sigdelset(&set, SIGPIPE);
 
     struct fb_sandbox sb;
-    if (sandbox_spawn(p, FB_MODE_RUN, &sb, err) < 0) {
+    if (sandbox_spawn(p, &sb, err) < 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
         res->setup_failed = true;
         res->exit_code = err->code ? err->code : FB_EXIT_SETUP;

@@ -25,13 +25,6 @@
 /* Signals the supervisor forwards to the command. */
 static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH};
 
-__attribute__((weak, noreturn)) void sinit_main(const struct fb_policy *p, int ctl)
-{
-    (void)p;
-    ctl_sendf(ctl, FB_MSG_ERR, FB_EXIT_SETUP, "sessions are not built into this fluebox");
-    _exit(FB_EXIT_SETUP);
-}
-
 void init_exec_child(const struct fb_policy *p, char **argv, char **env, const char *cwd,
                      int report_fd)
 {
@@ -92,7 +85,8 @@ __attribute__((noreturn)) static void fail(int ctl, struct fb_err *err)
     _exit(FB_EXIT_SETUP);
 }
 
-void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc_fallback)
+void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc_fallback,
+               fb_session_main session_main)
 {
     struct fb_err err = {0};
     /* A new session: nothing in the sandbox has a controlling terminal, so
@@ -128,7 +122,11 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
 
     if (mode == FB_MODE_SESSION) {
         close(sfd);
-        sinit_main(p, ctl);
+        if (!session_main) {
+            ctl_sendf(ctl, FB_MSG_ERR, FB_EXIT_SETUP, "a session sandbox without its init's loop");
+            _exit(FB_EXIT_SETUP);
+        }
+        session_main(p, ctl);
     }
 
     /* run -t: a terminal of the sandbox's own devpts for the command; the

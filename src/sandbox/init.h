@@ -13,10 +13,12 @@
  *   FB_MODE_RUN:     forks and execs p->argv, forwards signals to it, reaps
  *                    orphans, reports the command's wait status (FB_MSG_EXIT)
  *                    and exits, which kills whatever is left in the sandbox;
- *   FB_MODE_SESSION: hands over to sinit_main() (sess_init.c).
+ *   FB_MODE_SESSION: hands over to session_main (the server's loop,
+ *                    sess_init.c, given to sandbox_spawn_session).
  * Never returns. */
+typedef __attribute__((noreturn)) void (*fb_session_main)(const struct fb_policy *p, int ctl);
 __attribute__((noreturn)) void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl,
-                                         bool nproc_fallback);
+                                         bool nproc_fallback, fb_session_main session_main);
 
 /* Sent by the supervisor to init when the run must end (--timeout): init
  * kills every other process of the sandbox, reaps them, reports the
@@ -25,9 +27,6 @@ __attribute__((noreturn)) void init_main(const struct fb_policy *p, enum fb_mode
  * (the kernel's pid-namespace teardown reaps without accounting). The
  * supervisor SIGKILLs init if it has not exited shortly after. */
 #define FB_SIG_KILLALL (SIGRTMIN + 2)
-
-/* Session-mode pid 1 loop, provided by sess_init.c. */
-__attribute__((noreturn)) void sinit_main(const struct fb_policy *p, int ctl);
 
 /* Used by init and by session execs: in a freshly forked child, reset signal
  * state, make a process group, chdir, close inherited fds (close-on-exec)

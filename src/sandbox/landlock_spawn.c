@@ -130,7 +130,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, stru
     for (size_t i = 0; i < p->nenv_set; i++)
         q.env_set[i + 2] = p->env_set[i]; /* the caller's --env wins */
     q.nenv_set = p->nenv_set + 2;
-    init_main(&q, FB_MODE_RUN, ctl, nproc_fallback);
+    init_main(&q, FB_MODE_RUN, ctl, nproc_fallback, NULL);
 }
 
 int landlock_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,

@@ -40,7 +40,7 @@
  * point a mount at a host path. */
 #include "mount.h"
 
-#include "cow.h"
+#include "cow_mount.h"
 #include "ctl.h"
 #include "netns.h"
 #include "userns.h"
@@ -463,7 +463,8 @@ int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb
     }
     /* Staged where mount_build then mounts the new root, on top of it. */
     int ovl, fds[3];
-    if (cow_mount_child(p, l->workspace_fd, l->cow_upper_fd, build_base(), &ovl, fds, err) < 0)
+    if (cow_mount_child(p->limits.disk, p->cow_upper != NULL, l->workspace_fd, l->cow_upper_fd,
+                        build_base(), &ovl, fds, err) < 0)
         return -1;
     close(l->workspace_fd);
     l->workspace_fd = ovl;

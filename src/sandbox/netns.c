@@ -126,29 +126,6 @@ static int bound_socket(int type, const char *ip, uint16_t port, int backlog, st
     return s;
 }
 
-int net_allowed_ports(const struct fb_policy *p, uint16_t *ports, size_t cap)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < p->nallow; i++) {
-        uint16_t want[2] = {p->allow[i].port, 0};
-        if (!want[0]) {
-            want[0] = 80;
-            want[1] = 443;
-        }
-        for (int k = 0; k < 2 && want[k]; k++) {
-            bool have = false;
-            for (size_t j = 0; j < n; j++)
-                have |= ports[j] == want[k];
-            if (have)
-                continue;
-            if (n == cap)
-                return -1;
-            ports[n++] = want[k];
-        }
-    }
-    return (int)n;
-}
-
 /* The resolver's sockets on 127.0.0.53:53, UDP then TCP, into fds. */
 static int resolver_sockets(int *fds, size_t *nfds, struct fb_err *err)
 {
@@ -179,7 +156,7 @@ int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb
         return 0;
 
     uint16_t ports[FB_NET_MAX_PORTS];
-    int np = net_allowed_ports(p, ports, FB_NET_MAX_PORTS);
+    int np = policy_allowed_ports(p, ports, FB_NET_MAX_PORTS);
     if (np < 0)
         return fb_errf(err, FB_EXIT_SETUP, "--allow-net: more than %d different ports",
                        FB_NET_MAX_PORTS);

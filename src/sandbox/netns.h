@@ -19,16 +19,9 @@
  * 198.18.0.1 is the sandbox's own address on lo; names get .0.2 upwards. */
 #define FB_NET_SYNTH_BASE 0xC6120000u /* 198.18.0.0 */
 #define FB_NET_SYNTH_BITS 15
-/* Distinct allowed ports: two DNS sockets and the proxy leave this many of
- * the 32 descriptors a control message carries. */
-#define FB_NET_MAX_PORTS 29
 
 /* fds receives at most FB_CTL_MAX_FDS (32) descriptors; *nfds how many.
  * In none mode they are the resolver's two; with --net host none. */
 int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err);
-
-/* The distinct ports the allowlist needs (80 and 443 for a pattern without
- * a port), into ports (capacity cap). Returns the count, -1 if over cap. */
-int net_allowed_ports(const struct fb_policy *p, uint16_t *ports, size_t cap);
 
 #endif

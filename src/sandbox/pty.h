@@ -2,8 +2,6 @@
  * session init sess_init.c) and `fluebox run -t` (init.c, supervise.c):
  *  - the inside: a pty of the sandbox's own devpts made the controlling
  *    terminal of a command in a session of its own;
- *  - the caller's terminal: raw mode while the command runs, put back on
- *    every way out; its size;
  *  - the relay of a cold run between the caller's stdin/stdout and the
  *    master (non-blocking on the master; the caller's fds are never made
  *    non-blocking, they are shared with the caller's shell). */
@@ -11,6 +9,7 @@
 #define FB_PTY_H
 
 #include "fb.h"
+#include "term.h"
 
 /* Open /dev/ptmx (the sandbox's devpts), unlock it, set rows x cols, and
  * its peer (*pts, close-on-exec, not a controlling terminal yet).
@@ -19,13 +18,6 @@ int fb_pty_open(int rows, int cols, int *pts);
 /* In the child, after fork: a new session, pts its
  * controlling terminal and fds 0, 1, 2. Returns 0 or -1/errno. */
 int fb_pty_take(int pts);
-
-/* Raw mode for fd (when it is a terminal), undone by fb_tty_restore (also
- * at exit). 0, or -1 when fd is not a terminal. */
-int fb_tty_raw(int fd);
-void fb_tty_restore(void);
-/* The caller's terminal size: false when none of 0, 1, 2 is a terminal. */
-bool fb_tty_size(int *rows, int *cols);
 
 /* The relay of `run -t`: in (the caller's stdin, -1 for none) -> master ->
  * out (the caller's stdout). The caller polls the fds it is told about. */

@@ -35,7 +35,7 @@
  * root so every file it creates there belongs to the inside user. */
 #include "spawn.h"
 
-#include "cow.h"
+#include "cow_mount.h"
 #include "ctl.h"
 #include "harden.h"
 #include "init.h"
@@ -166,7 +166,8 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
                                                  int ctl, struct fb_layout *layout,
                                                  const struct fb_ids *ids, bool nproc_fallback,
                                                  const struct fb_cgroup *cg, bool late_cg,
-                                                 const struct fb_spawn_ext *x)
+                                                 const struct fb_spawn_ext *x,
+                                                 const struct fb_session_hooks *h)
 {
     struct fb_err err = {0};
     /* Join the run's v1 cgroups first, so that the set-up is charged there
@@ -251,13 +252,13 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         child_fail(ctl, &err);
     if (late_cg)
         child_join_late(p, ctl, &nproc_fallback);
-    init_main(p, mode, ctl, nproc_fallback);
+    init_main(p, mode, ctl, nproc_fallback, h ? h->main : NULL);
 }
 
-void (*sandbox_clone_guard)(bool before);
-
-static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
+static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd,
+                         const struct fb_session_hooks *h)
 {
+    void (*guard)(bool before) = h ? h->clone_guard : NULL;
     struct clone_args args;
     memset(&args, 0, sizeof args);
     args.flags = flags | CLONE_PIDFD | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0);
@@ -266,8 +267,8 @@ static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
      * new parent's (SIGCHLD for a forked supervisor). */
     args.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
     args.cgroup = cgfd >= 0 ? (uint64_t)cgfd : 0;
-    if (sandbox_clone_guard)
-        sandbox_clone_guard(true);
+    if (guard)
+        guard(true);
     int pid = (int)syscall(SYS_clone3, &args, sizeof args);
     /* A container runtime's seccomp profile answers clone3 with ENOSYS
      * (so that libc falls back to clone, whose flags it can see): so do
@@ -275,9 +276,9 @@ static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd)
     if (pid < 0 && errno == ENOSYS && cgfd < 0)
         pid = (int)syscall(SYS_clone, flags | CLONE_PIDFD | ((flags & CLONE_PARENT) ? 0 : SIGCHLD),
                            NULL, pidfd, NULL, 0);
-    if (pid != 0 && sandbox_clone_guard) {
+    if (pid != 0 && guard) {
         int e = errno;
-        sandbox_clone_guard(false);
+        guard(false);
         errno = e;
     }
     return pid;
@@ -445,18 +446,19 @@ static bool wants_cgroup(const struct fb_policy *p)
 }
 
 static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
-                 const struct fb_seed *seed, struct fb_sandbox *sb, struct fb_err *err);
+                 const struct fb_session_hooks *h, struct fb_sandbox *sb, struct fb_err *err);
 
-int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
-                  struct fb_err *err)
+int sandbox_spawn(const struct fb_policy *p, struct fb_sandbox *sb, struct fb_err *err)
 {
-    return spawn(p, mode, NULL, NULL, sb, err);
+    return spawn(p, FB_MODE_RUN, NULL, NULL, sb, err);
 }
 
-int sandbox_spawn_seeded(const struct fb_policy *p, enum fb_mode mode, const struct fb_seed *seed,
-                         struct fb_sandbox *sb, struct fb_err *err)
+int sandbox_spawn_session(const struct fb_policy *p, const struct fb_session_hooks *h,
+                          struct fb_sandbox *sb, struct fb_err *err)
 {
-    return spawn(p, mode, NULL, seed, sb, err);
+    if (!h || !h->main)
+        return fb_errf(err, FB_EXIT_SETUP, "a session sandbox needs its init's loop");
+    return spawn(p, FB_MODE_SESSION, NULL, h, sb, err);
 }
 
 int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
@@ -535,8 +537,9 @@ static void cgroup_late_send(struct fb_sandbox *sb, struct late_cg *l)
 }
 
 static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
-                 const struct fb_seed *seed, struct fb_sandbox *sb, struct fb_err *err)
+                 const struct fb_session_hooks *h, struct fb_sandbox *sb, struct fb_err *err)
 {
+    const struct fb_seed *seed = h ? h->seed : NULL;
     if (p->isolation == FB_ISO_LANDLOCK) { /* no namespaces: landlock_spawn.c */
         if (x)
             return fb_errf(err, FB_EXIT_SETUP,
@@ -616,17 +619,17 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         close(sv[1]);
         goto fail;
     }
-    pid_t pid = clone_sandbox(flags, cgfd, &pidfd);
+    pid_t pid = clone_sandbox(flags, cgfd, &pidfd, h);
     if (pid < 0 && cgfd >= 0 && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
         cgfd = -1; /* no CLONE_INTO_CGROUP here: attach after the clone */
-        pid = clone_sandbox(flags, -1, &pidfd);
+        pid = clone_sandbox(flags, -1, &pidfd, h);
     }
     if (pid == 0) {
         /* The child keeps the credentials it was born with: the namespace
          * owner's (userns.h). */
         close(sv[0]);
         seccomp_job_close(&scj); /* the supervisor's: it sends them */
-        child_main(p, mode, sv[1], layout, &sb->ids, sb->nproc_fallback, sb->cg, late_cg, x);
+        child_main(p, mode, sv[1], layout, &sb->ids, sb->nproc_fallback, sb->cg, late_cg, x, h);
     }
     userns_creator_leave(&creator);
     if (pid < 0) {

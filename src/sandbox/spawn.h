@@ -62,13 +62,13 @@ struct fb_sandbox {
     struct fb_ll *ll;        /* --isolation landlock: the run's layout (landlock.h) */
 };
 
-/* Build a sandbox for p. On success init is running (FB_MSG_READY was
- * received) and sb is filled in. On failure nothing is left behind: no
- * process, no cgroup; err carries the child's own message. */
-int sandbox_spawn(const struct fb_policy *p, enum fb_mode mode, struct fb_sandbox *sb,
-                  struct fb_err *err);
+/* Build a sandbox for p that runs p->argv (FB_MODE_RUN). On success init
+ * is running (FB_MSG_READY was received) and sb is filled in. On failure
+ * nothing is left behind: no process, no cgroup; err carries the child's
+ * own message. */
+int sandbox_spawn(const struct fb_policy *p, struct fb_sandbox *sb, struct fb_err *err);
 
-/* A sandbox whose scratch space starts with files of the supervisor's
+/* A session whose scratch space starts with files of the supervisor's
  * choosing (session.fork): p->seed_scratch is set, and once the child has
  * made its scratch tmpfs and waits, fill() gets a descriptor of it (the
  * tmpfs's root, for openat; not the caller's to close) and the sandbox
@@ -79,20 +79,31 @@ struct fb_seed {
     int (*fill)(void *arg, int scratch, const struct fb_sandbox *sb, struct fb_err *err);
     void *arg;
 };
-int sandbox_spawn_seeded(const struct fb_policy *p, enum fb_mode mode, const struct fb_seed *seed,
-                         struct fb_sandbox *sb, struct fb_err *err);
+
+/* What the caller of a session sandbox (FB_MODE_SESSION: the server,
+ * sess_sandbox.c) plugs in, so that nothing in this layer calls up into the
+ * server by name:
+ *   main         pid 1's loop once init has hardened itself and loaded
+ *                seccomp (the server's sess_init.c); required;
+ *   clone_guard  called in the parent just before (true) and after (false)
+ *                the clone3(). The child is a copy of the calling thread
+ *                only: a lock that another thread held at that instant
+ *                (malloc's, stdio's) stays locked in it forever, so a
+ *                multi-threaded caller holds its other threads still during
+ *                the clone. NULL: nothing;
+ *   seed         the scratch's seed (session.fork, above), or NULL. */
+struct fb_session_hooks {
+    __attribute__((noreturn)) void (*main)(const struct fb_policy *p, int ctl);
+    void (*clone_guard)(bool before);
+    const struct fb_seed *seed;
+};
+int sandbox_spawn_session(const struct fb_policy *p, const struct fb_session_hooks *h,
+                          struct fb_sandbox *sb, struct fb_err *err);
 
 /* The same for FB_MODE_EXT: x says what differs. sb->pid is not the
  * caller's child when x->clone_flags has CLONE_PARENT (use sb->pidfd). */
 int sandbox_spawn_ext(const struct fb_policy *p, const struct fb_spawn_ext *x,
                       struct fb_sandbox *sb, struct fb_err *err);
-
-/* Called just before (true) and after (false) the clone3() in sandbox_spawn,
- * in the parent. The child is a copy of the calling thread only: a lock
- * that another thread held at that instant (malloc's, stdio's) stays locked
- * in it forever. A multi-threaded caller (the server, sess_sandbox.c) uses this
- * to hold its other threads still during the clone. NULL: nothing. */
-extern void (*sandbox_clone_guard)(bool before);
 
 /* --isolation landlock (landlock_spawn.c): what sandbox_spawn() does for a
  * policy that asks for it, and what sandbox_release() adds: killing what

@@ -1,30 +1,18 @@
-/* proto.h — the wire protocol's pure parts (docs/protocol.md): a byte queue,
- * request parsing and validation, typed parameter getters with stable error
- * codes, response/event encoding, base64, UTF-8 repair for output, errno and
- * signal names, and the default socket path. No I/O on sockets here, so the
+/* proto.h — the wire protocol's pure parts (docs/protocol.md): request
+ * parsing and validation, typed parameter getters with stable error codes,
+ * response/event encoding, JSON text of output bytes, errno and signal
+ * names, and the default socket path (the byte queue, base64 and UTF-8 are
+ * in base/bytes.h). No I/O on sockets here, so the
  * parser can be fuzzed (tests/fuzz/fuzz_proto.c) and unit-tested. */
 #ifndef FB_PROTO_H
 #define FB_PROTO_H
 
+#include "bytes.h"
 #include "fb.h"
 
 #include <jansson.h>
 
 #define FB_PROTO_VERSION 1
-
-/* A growable byte queue: bytes are appended at the end, consumed from off. */
-struct fb_buf {
-    char *data;
-    size_t len; /* bytes in data, including the consumed prefix */
-    size_t off; /* consumed prefix */
-    size_t cap;
-};
-void buf_append(struct fb_buf *b, const void *p, size_t n);
-static inline size_t buf_pending(const struct fb_buf *b) { return b->len - b->off; }
-static inline const char *buf_head(const struct fb_buf *b) { return b->data + b->off; }
-void buf_consume(struct fb_buf *b, size_t n);
-void buf_reset(struct fb_buf *b);
-void buf_free(struct fb_buf *b);
 
 /* An error for the client: a stable code (docs/protocol.md section 3), a
  * message, and optionally the parameter / path / limit it concerns. */
@@ -97,20 +85,6 @@ char *proto_result_line(json_t *id, json_t *result, size_t *len);
 char *proto_error_line(json_t *id, const struct proto_err *e, size_t *len);
 char *proto_event_line(json_t *id, const char *event, json_t *fields, size_t *len);
 
-/* base64 (RFC 4648, with padding). */
-size_t b64_encoded_len(size_t n);
-size_t b64_encode(const unsigned char *in, size_t n, char *out); /* no NUL added */
-/* Decodes; whitespace is not allowed. Returns bytes, or -1 if invalid. out
- * needs b64_decoded_max(n) bytes. */
-ssize_t b64_decode(const char *in, size_t n, unsigned char *out);
-static inline size_t b64_decoded_max(size_t n) { return n / 4 * 3 + 3; }
-
-/* Copies in to out as valid UTF-8, replacing each invalid sequence with
- * U+FFFD. When !final, an incomplete sequence at the end is left unconsumed
- * (*consumed < n) for the next chunk. out needs 3 * n bytes. Returns the
- * number of bytes written. */
-size_t utf8_repair(const unsigned char *in, size_t n, char *out, bool final, size_t *consumed);
-bool utf8_valid(const unsigned char *s, size_t n);
 /* The body of a JSON string (without quotes) holding in taken as UTF-8,
  * repaired as utf8_repair does with final set, escaped as jansson does.
  * Returns its length; writes it to out unless out is NULL (so a first call

@@ -1,4 +1,4 @@
-/* sess_init.c — pid 1 of a session sandbox. init_main() calls sinit_main() once
+/* sess_init.c — pid 1 of a session sandbox. init_main() calls sess_init_main() once
  * capabilities are dropped and seccomp is loaded; from then on this loop
  * serves the server's records (sess_sandbox.h) on the control socket:
  *
@@ -1106,7 +1106,7 @@ static void reap(void)
     }
 }
 
-void sinit_main(const struct fb_policy *p, int ctl)
+void sess_init_main(const struct fb_policy *p, int ctl)
 {
     pol = p;
     ctl_fd = ctl;

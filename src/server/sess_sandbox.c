@@ -831,14 +831,15 @@ static void *worker_main(void *arg)
         } else if (j->kind == WJ_SPAWN) {
             memset(&s->spawn_err, 0, sizeof s->spawn_err);
             struct fb_seed seed;
+            struct fb_session_hooks hooks = {.main = sess_init_main, .clone_guard = clone_guard};
             if (s->pool_policy && pool_policy_build(s) < 0) {
                 s->spawn_rc = -1;
-            } else if (s->fork) {
-                fork_seed(s->fork, &seed);
-                s->spawn_rc = sandbox_spawn_seeded(&s->pol, FB_MODE_SESSION, &seed, &s->sb,
-                                                   &s->spawn_err);
             } else {
-                s->spawn_rc = sandbox_spawn(&s->pol, FB_MODE_SESSION, &s->sb, &s->spawn_err);
+                if (s->fork) {
+                    fork_seed(s->fork, &seed);
+                    hooks.seed = &seed;
+                }
+                s->spawn_rc = sandbox_spawn_session(&s->pol, &hooks, &s->sb, &s->spawn_err);
             }
         } else {
             sandbox_kill(&s->sb);
@@ -865,7 +866,6 @@ int worker_start(struct fb_err *err)
     wefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wefd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "eventfd");
-    sandbox_clone_guard = clone_guard;
     int r = pthread_create(&wthread, NULL, worker_main, NULL);
     if (r) {
         errno = r;

@@ -140,4 +140,9 @@ void worker_submit(struct fb_session *s, enum worker_job kind);
 struct fb_session *worker_done(enum worker_job *kind);
 void worker_stop(void); /* waits for queued jobs to finish */
 
+/* pid 1's loop in a session sandbox (sess_init.c): handed to
+ * sandbox_spawn_session() as its main, run by init once it has hardened
+ * itself. */
+__attribute__((noreturn)) void sess_init_main(const struct fb_policy *p, int ctl);
+
 #endif

@@ -14,7 +14,7 @@
  * A restore replaces the overlay at /workspace by one whose upper layer is
  * a copy of the snapshot (cow_restore, as workspace.reset does with an
  * empty one): the snapshot stays, for the next restore. */
-#include "cow.h"
+#include "cow_mount.h"
 
 #include "childjob.h"
 #include "proto.h"

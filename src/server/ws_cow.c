@@ -5,7 +5,7 @@
  * the upper layer's fd and the host workspace's fd, never on paths inside
  * the sandbox, so it does not involve the session's init. */
 #include "changes.h"
-#include "cow.h"
+#include "cow_mount.h"
 #include "proto.h"
 
 #include <string.h>

@@ -27,9 +27,9 @@ fuzz: build/fuzz-profile
 
 # The wire protocol's parser and encoders (tests/fuzz/proto_fuzz.c, src/server/proto.c;
 # tests/suites/fuzz-proto.sh runs it briefly in make check).
-build/fuzz-proto: tests/fuzz/proto_fuzz.c src/server/proto.c src/server/proto.h src/server/methods.h src/base/userdir.c src/base/userdir.h src/base/util.c src/base/fb.h
+build/fuzz-proto: tests/fuzz/proto_fuzz.c src/server/proto.c src/server/proto.h src/server/methods.h src/base/bytes.c src/base/bytes.h src/base/userdir.c src/base/userdir.h src/base/util.c src/base/fb.h
 	@mkdir -p build
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/proto_fuzz.c src/server/proto.c src/base/userdir.c src/base/util.c -ljansson
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_FLAGS) -o $@ tests/fuzz/proto_fuzz.c src/server/proto.c src/base/bytes.c src/base/userdir.c src/base/util.c -ljansson
 
 fuzz-proto: build/fuzz-proto
 	@mkdir -p build/fuzz-corpus-proto
