@@ -19,7 +19,10 @@ static int cmd_run(int argc, char **argv)
     if (client_run_maybe(argc, argv, &code)) /* --server: client_run.c */
         return code;
     struct fb_policy p;
-    struct fb_err err = {0};
+    /* The warnings of the lower layers come back here (fb_note) and are
+     * printed once each: the policy's now, the sandbox's as it starts. */
+    struct fb_notes notes = {.len = 0};
+    struct fb_err err = {.notes = &notes};
     policy_init(&p);
     char cwd[4096];
     struct fb_callenv ce;
@@ -30,11 +33,13 @@ static int cmd_run(int argc, char **argv)
         return 0;
     }
     if (r < 0 || policy_finish(&p, &ce, &err) < 0) {
+        fb_notes_print(&notes);
         fb_warn("%s", err.msg);
         code = err.code ? err.code : FB_EXIT_SETUP;
         policy_free(&p);
         return code;
     }
+    fb_notes_print(&notes);
     if (p.print_path) {
         toolchain_print(&p, stdout);
         policy_free(&p);

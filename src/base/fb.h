@@ -25,11 +25,25 @@ enum {
     FB_EXIT_OOM = 137,      /* killed by the OOM killer (128 + SIGKILL) */
 };
 
+/* Warnings a lower layer has for whoever asked it to act: collected on the
+ * way up, never printed by the layer itself. `fluebox run` prints them once,
+ * at the top; `fluebox serve` hands them to the client whose request caused
+ * them (session.create's "warnings"). One line each, without "fluebox: ". */
+struct fb_notes {
+    char text[2048]; /* the lines, each ending in '\n' */
+    size_t len;
+    unsigned n;       /* lines kept */
+    unsigned dropped; /* lines that did not fit */
+};
+
 /* An error travels up as a message plus the exit code fluebox should use.
- * Functions return -1 and fill *err; the caller prints "fluebox: <msg>". */
+ * Functions return -1 and fill *err; the caller prints "fluebox: <msg>".
+ * notes, when the caller set it, collects the warnings of the work the err
+ * goes down with (fb_note); it is never touched by fb_errf and fb_errno. */
 struct fb_err {
     int code;
     char msg[512];
+    struct fb_notes *notes;
 };
 
 /* Set *err (if non-NULL) and return -1. printf-style. */
@@ -39,7 +53,19 @@ int fb_errf(struct fb_err *err, int code, const char *fmt, ...)
 int fb_errno(struct fb_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Prints "fluebox: <fmt>\n" on stderr. */
+/* Adds context in front of the message already in *err, keeping its code:
+ * "<context>: <message>" (what was being done, which path). Returns -1. */
+int fb_err_wrap(struct fb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A warning for whoever asked: one line added to err->notes. Where the
+ * caller collects none (err or err->notes NULL) it goes to stderr at once,
+ * as fb_warn. */
+void fb_note(struct fb_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints every collected line as fb_warn does, and empties notes. */
+void fb_notes_print(struct fb_notes *notes);
+
+/* Prints "fluebox: <fmt>\n" on stderr. The top layer's (a command's) way to
+ * say something; lower layers use fb_note. */
 void fb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* I/O that handles EINTR and short transfers. Return 0 / bytes, or -1 with errno. */

@@ -111,7 +111,7 @@ static bool said_before(const char *key)
     return said;
 }
 
-void fb_warn_once(const char *key, const char *fmt, ...)
+void fb_note_once(struct fb_err *err, const char *key, const char *fmt, ...)
 {
     if (said_before(key))
         return;
@@ -120,5 +120,5 @@ void fb_warn_once(const char *key, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fb_warn("%s", buf);
+    fb_note(err, "%s", buf);
 }

@@ -26,10 +26,11 @@ uid_t fb_outer_uid(uid_t uid);
 /* Is dir usable as the user's private directory? 0, or -1 with why. */
 int fb_user_dir_check(const char *dir, uid_t uid, struct fb_err *err);
 
-/* fb_warn(), but only the first time since boot that this user is warned
+/* fb_note(), but only the first time since boot that this user is warned
  * about key (a marker in the user's directory holds the boot id). key: what
  * the warning is about, without what changes from run to run. When there
  * is no usable directory it warns every time. */
-void fb_warn_once(const char *key, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fb_note_once(struct fb_err *err, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -40,6 +40,78 @@ int fb_errno(struct fb_err *err, int code, const char *fmt, ...)
     return -1;
 }
 
+int fb_err_wrap(struct fb_err *err, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    char ctx[sizeof err->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx, sizeof ctx, fmt, ap);
+    va_end(ap);
+    /* ctx, ": ", then as much of the old message as fits. */
+    size_t cl = strnlen(ctx, sizeof ctx - 1), ol = strnlen(err->msg, sizeof err->msg - 1);
+    if (ol && cl + 2 < sizeof err->msg) {
+        size_t keep = ol < sizeof err->msg - 1 - cl - 2 ? ol : sizeof err->msg - 1 - cl - 2;
+        memmove(err->msg + cl + 2, err->msg, keep);
+        memcpy(err->msg, ctx, cl);
+        err->msg[cl] = ':';
+        err->msg[cl + 1] = ' ';
+        err->msg[cl + 2 + keep] = 0;
+    } else {
+        memcpy(err->msg, ctx, cl);
+        err->msg[cl] = 0;
+    }
+    if (!err->code)
+        err->code = FB_EXIT_SETUP;
+    return -1;
+}
+
+static void notes_add(struct fb_notes *n, const char *line)
+{
+    size_t l = strlen(line);
+    /* One line always: a newline inside becomes a space. */
+    if (n->len + l + 1 >= sizeof n->text) {
+        n->dropped++;
+        return;
+    }
+    for (size_t i = 0; i < l; i++)
+        n->text[n->len + i] = line[i] == '\n' ? ' ' : line[i];
+    n->len += l;
+    n->text[n->len++] = '\n';
+    n->text[n->len] = 0;
+    n->n++;
+}
+
+void fb_note(struct fb_err *err, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (err && err->notes)
+        notes_add(err->notes, buf);
+    else
+        fb_warn("%s", buf);
+}
+
+void fb_notes_print(struct fb_notes *notes)
+{
+    if (!notes)
+        return;
+    char *line = notes->text, *nl;
+    while (line < notes->text + notes->len && (nl = memchr(line, '\n', notes->text + notes->len - line))) {
+        fb_warn("%.*s", (int)(nl - line), line);
+        line = nl + 1;
+    }
+    if (notes->dropped)
+        fb_warn("(%u more warnings not shown)", notes->dropped);
+    notes->len = 0;
+    notes->n = notes->dropped = 0;
+    notes->text[0] = 0;
+}
+
 void fb_warn(const char *fmt, ...)
 {
     char buf[1024];

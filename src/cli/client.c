@@ -229,6 +229,17 @@ char *cli_fix_path_opt(const struct fb_opt *o, const char *v)
     }
 }
 
+void cli_print_warnings(json_t *res)
+{
+    size_t i;
+    json_t *w;
+    json_array_foreach(json_object_get(res, "warnings"), i, w)
+    {
+        if (json_is_string(w))
+            fb_warn("%s", json_string_value(w));
+    }
+}
+
 void print_json(json_t *j)
 {
     char *s = json_dumps(j, JSON_INDENT(2));
@@ -349,6 +360,7 @@ static int session_create(int argc, char **argv)
         fb_warn("%s", err.msg);
         return FB_EXIT_SETUP;
     }
+    cli_print_warnings(res);
     if (co.json)
         print_json(res);
     else

@@ -30,6 +30,8 @@ json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_er
 /* err from a response's error object (exit code 125). */
 void err_from(json_t *er, struct fb_err *err);
 void print_json(json_t *j);
+/* session.create's "warnings", one fluebox: line each on stderr. */
+void cli_print_warnings(json_t *res);
 /* A policy option's value as the server must see it: host paths made
  * absolute (the server resolves them from its own directory). Allocated. */
 char *cli_fix_path_opt(const struct fb_opt *o, const char *v);

@@ -260,6 +260,7 @@ static int serve_run(const char *sock, json_t *opts, json_t *av)
         fb_warn("%s", err.msg);
         goto close;
     }
+    cli_print_warnings(res);
     char *sid = fb_xstrdup(json_string_value(json_object_get(res, "session")));
     json_decref(res);
     char xid[48];

@@ -250,14 +250,13 @@ int oci_mount_source(const struct oci_spec *s, int ns, size_t i, struct fb_err *
          * root would write as host root (files, owners, file capabilities
          * that host root would honour), so it writes there as its own host
          * ids, as a rootless container does. */
-        struct fb_err e2;
         int fd;
         if (attrs & MOUNT_ATTR_RDONLY)
-            fd = idmapped(m->src, ns, attrs, m->recursive, false, &e2);
+            fd = idmapped(m->src, ns, attrs, m->recursive, false, err);
         else
-            fd = plain_tree(m->src, attrs, m->recursive, &e2);
+            fd = plain_tree(m->src, attrs, m->recursive, err);
         if (fd < 0)
-            return fb_errf(err, FB_EXIT_SETUP, "mounts[%zu] (%s): %s", i, m->dst, e2.msg);
+            return fb_err_wrap(err, "mounts[%zu] (%s)", i, m->dst);
         return fd;
     }
 }

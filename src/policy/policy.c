@@ -354,7 +354,7 @@ const char *policy_home(const struct fb_policy *p)
 /* The scratch space is tmpfs, whose pages count against the memory limit:
  * unless --disk says otherwise, it gets at most half of that limit, so a
  * full disk means ENOSPC and the processes still have room. */
-static void derive_disk(struct fb_policy *p)
+static void derive_disk(struct fb_policy *p, struct fb_err *err)
 {
     int64_t mem = p->limits.mem;
     if (mem <= 0)
@@ -363,14 +363,14 @@ static void derive_disk(struct fb_policy *p)
         if (p->limits.disk <= 0 || p->limits.disk > mem / 2)
             p->limits.disk = mem / 2;
     } else if ((p->limits.disk <= 0 || p->limits.disk >= mem) && !p->quiet) {
-        fb_warn("warning: --disk is not below the memory limit: the scratch space is memory "
+        fb_note(err, "warning: --disk is not below the memory limit: the scratch space is memory "
                 "(tmpfs) and counts against it, so filling it may end in an OOM kill, not ENOSPC");
     }
 }
 
 int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_err *err)
 {
-    derive_disk(p);
+    derive_disk(p, err);
     if ((!p->argv || !p->argv[0] || !p->argv[0][0]) && !p->print_path)
         return fb_errf(err, FB_EXIT_SETUP, "no command given (usage: fluebox run [OPTIONS] -- CMD [ARGS...])");
     if (p->nallow && p->net == FB_NET_NONE) {

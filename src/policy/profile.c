@@ -308,11 +308,8 @@ int profile_load_from(struct fb_policy *p, const char *name_or_path, enum fb_bui
         return -1;
     set_name(p, name_or_path);
     /* Files are checked as a whole; the built-in ones are tested. */
-    if (is_file_ref(name_or_path) && seccomp_validate(p, err) < 0) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        return fb_errf(err, FB_EXIT_SETUP, "%s: %s", name_or_path, msg);
-    }
+    if (is_file_ref(name_or_path) && seccomp_validate(p, err) < 0)
+        return fb_err_wrap(err, "%s", name_or_path);
     return 0;
 }
 
@@ -329,10 +326,7 @@ int profile_load_text(struct fb_policy *p, const char *label, const char *text, 
     if (load_json_text(&l, p, text, len) < 0)
         return -1;
     set_name(p, label);
-    if (seccomp_validate(p, err) < 0) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        return fb_errf(err, FB_EXIT_SETUP, "%s: %s", label, msg);
-    }
+    if (seccomp_validate(p, err) < 0)
+        return fb_err_wrap(err, "%s", label);
     return 0;
 }

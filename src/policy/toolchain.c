@@ -59,6 +59,7 @@ struct shim_map {
 struct tc {
     struct fb_policy *p;
     const struct fb_callenv *ce;
+    struct fb_err *notes;   /* where warnings go (its notes), the caller's err */
     char **homes;
     size_t nhomes;
     bool homes_read;
@@ -624,7 +625,7 @@ static void trust_settings(struct tc *t)
                 no = fb_xasprintf("%s is not a PEM certificate bundle", real);
             if (no) {
                 if (!p->quiet)
-                    fb_warn("%s is not passed into the sandbox: %s (bind what it needs with "
+                    fb_note(t->notes, "%s is not passed into the sandbox: %s (bind what it needs with "
                             "--ro-bind and set it with --env)",
                             var, no);
                 refused = true;
@@ -664,16 +665,16 @@ json_t *toolchain_json(const struct fb_policy *p)
 
 /* ---- entry points ---- */
 
-static void warn_name(const struct fb_policy *p, const char *name, const struct fb_err *e)
+static void warn_name(const struct tc *t, const char *name, const struct fb_err *e)
 {
-    if (!p->quiet)
-        fb_warn("%s inside is not the caller's: %s", name, e->msg);
+    if (!t->p->quiet)
+        fb_note(t->notes, "%s inside is not the caller's: %s", name, e->msg);
 }
 
 int toolchain_resolve(struct fb_policy *p, const struct fb_callenv *ce, struct fb_err *err)
 {
     static const struct fb_callenv none = {0};
-    struct tc t = {.p = p, .ce = ce ? ce : &none};
+    struct tc t = {.p = p, .ce = ce ? ce : &none, .notes = err};
     int rc = -1;
     free(p->exec_path);
     p->exec_path = NULL;
@@ -721,7 +722,7 @@ int toolchain_resolve(struct fb_policy *p, const struct fb_callenv *ce, struct f
         cleanup_free char *found = lookup(&t, toolchain_names[i], &via, &e);
         if (!found) {
             if (e.msg[0])
-                warn_name(p, toolchain_names[i], &e);
+                warn_name(&t, toolchain_names[i], &e);
             continue;
         }
         if (tc_in_system_tree(found)) {
@@ -737,7 +738,7 @@ int toolchain_resolve(struct fb_policy *p, const struct fb_callenv *ce, struct f
         cleanup_free char *label = via ? fb_xasprintf("%s (%s)", toolchain_names[i], via)
                                        : fb_xstrdup(toolchain_names[i]);
         if (need_program(&t, found, label, NULL, &e) < 0)
-            warn_name(p, toolchain_names[i], &e);
+            warn_name(&t, toolchain_names[i], &e);
     }
 
     /* An activated venv: bound, and VIRTUAL_ENV passed, whatever PATH says. */
@@ -748,7 +749,7 @@ int toolchain_resolve(struct fb_policy *p, const struct fb_callenv *ce, struct f
         if (!tc_exists(cfg)) {
             /* not a venv: not passed */
         } else if (need_venv(&t, ve, ve, false, "VIRTUAL_ENV", &e) < 0) {
-            warn_name(p, "VIRTUAL_ENV", &e);
+            warn_name(&t, "VIRTUAL_ENV", &e);
         } else {
             p->tool_env = fb_xrealloc(p->tool_env, (p->ntool_env + 1) * sizeof *p->tool_env);
             p->tool_env[p->ntool_env++] = fb_xasprintf("VIRTUAL_ENV=%s", ve);

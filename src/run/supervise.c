@@ -192,7 +192,9 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     sigdelset(&set, SIGPIPE);
 
     struct fb_sandbox sb;
-    if (sandbox_spawn(p, &sb, err) < 0) {
+    int spawned = sandbox_spawn(p, &sb, err);
+    fb_notes_print(err->notes); /* the warnings of its making, once */
+    if (spawned < 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
         res->setup_failed = true;
         res->exit_code = err->code ? err->code : FB_EXIT_SETUP;

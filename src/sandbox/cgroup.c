@@ -313,7 +313,7 @@ static const unsigned fallback_ok = BIT(C_MEM) | BIT(C_PIDS);
 
 /* The one warning of a run whose limits are not all enforced: which, why
  * (short; the report's limits_note has the details) and what stands in. */
-static void warn_missing(const struct fb_cgroup *cg)
+static void warn_missing(const struct fb_cgroup *cg, struct fb_err *err)
 {
     char fb[96] = "";
     if (cg->fallback)
@@ -323,7 +323,7 @@ static void warn_missing(const struct fb_cgroup *cg)
                  cg->fallback & BIT(C_PIDS) ? "RLIMIT_NPROC" : "");
     char key[224];
     snprintf(key, sizeof key, "cgroup %s: %s", cg->not_applied_s, cg->cause[0] ? cg->cause : "?");
-    fb_warn_once(key, "warning: limits not applied: %s: %s%s; --require-limits makes this an error "
+    fb_note_once(err, key, "warning: limits not applied: %s: %s%s; --require-limits makes this an error "
                  "(said once per boot; --report has it every run; fluebox doctor says how to "
                  "delegate cgroups)",
                  cg->not_applied_s, cg->cause[0] ? cg->cause : cg->reason, fb);
@@ -444,7 +444,7 @@ int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_e
         return -1;
     }
     if (missing && !p->quiet)
-        warn_missing(cg);
+        warn_missing(cg, err);
     *out = cg;
     return 0;
 }

@@ -83,7 +83,7 @@ static int attach_pid(struct fb_cgroup *cg, struct cg_dir *d, pid_t pid, struct 
     cg_finish_strings(cg);
     char key[96];
     snprintf(key, sizeof key, "cgroup join %s", cg->not_applied_s);
-    fb_warn_once(key, "warning: limits not applied: %s: %s (said once per boot; --report has "
+    fb_note_once(err, key, "warning: limits not applied: %s: %s (said once per boot; --report has "
                  "it every run; see fluebox doctor)",
                  cg->not_applied_s, cg->reason);
     return 0;

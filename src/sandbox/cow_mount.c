@@ -53,7 +53,6 @@
 int cow_premounts(const struct fb_policy *p, const struct fb_ids *ids, struct fb_premounts *pre,
                   struct fb_err *err)
 {
-    (void)err;
     if (!ids->root || !p->cow)
         return 0;
     struct stat st;
@@ -64,7 +63,7 @@ int cow_premounts(const struct fb_policy *p, const struct fb_ids *ids, struct fb
         pre->workspace_fd =
             userns_idmapped_tree(p->workspace, st.st_uid, st.st_gid, ids, true, &e2);
         if (pre->workspace_fd < 0 && !p->quiet)
-            fb_warn("warning: %s; the sandbox can only modify workspace files that \"other\" may "
+            fb_note(err, "warning: %s; the sandbox can only modify workspace files that \"other\" may "
                     "read",
                     e2.msg);
     }

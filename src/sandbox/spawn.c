@@ -386,7 +386,7 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
             pre->workspace_fd = userns_idmapped_tree(p->workspace, st.st_uid, st.st_gid, ids,
                                                      false, &e2);
             if (pre->workspace_fd < 0 && !p->quiet)
-                fb_warn("warning: %s; the workspace is mounted without an id mapping and the "
+                fb_note(err, "warning: %s; the workspace is mounted without an id mapping and the "
                         "sandbox user can only write where \"other\" permissions allow (see "
                         "fluebox doctor)",
                         e2.msg);
@@ -411,7 +411,7 @@ static int premounts_make(const struct fb_policy *p, const struct fb_ids *ids,
         /* Read-only binds keep their submounts, as plain ones do. */
         pre->bind_fds[i] = ns < 0 ? -1 : userns_idmapped_tree_ns(m->src, ns, ro, ro, &e2);
         if (pre->bind_fds[i] < 0 && !p->quiet)
-            fb_warn("warning: %s %s; bound without an id mapping: its files' owner shows as "
+            fb_note(err, "warning: %s %s; bound without an id mapping: its files' owner shows as "
                     "nobody inside%s",
                     ro ? "--ro-bind" : "--bind", e2.msg,
                     ro ? " (git refuses such a repository: \"dubious ownership\"; see fluebox "

@@ -428,7 +428,7 @@ int userns_write_maps(pid_t pid, const struct fb_policy *p, struct fb_ids *ids,
             return 0;
         /* A map is written once or not at all: the single id still works. */
         if (!p->quiet)
-            fb_warn("warning: %s; mapping only uid %u", e2.msg, (unsigned)ids->host_uid);
+            fb_note(err, "warning: %s; mapping only uid %u", e2.msg, (unsigned)ids->host_uid);
         ids->count = 1;
     }
     /* Unprivileged: setgroups must be denied before gid_map can be written. */

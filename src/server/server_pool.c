@@ -61,7 +61,9 @@ void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
             session_apply_params(s, sp);
             ports_start(ss);
             sess_log_created(ss);
-            send_result(c, id, sess_info(ss, NULL));
+            json_t *info = sess_info(ss, NULL);
+            session_give_warnings(s, info);
+            send_result(c, id, info);
             /* While another sandbox is ready, the refill waits a little (or
              * until this session is released, release_done): spawning now
              * would compete for the CPUs with this session's first requests

@@ -138,11 +138,8 @@ static int fork_fill(void *arg, int scratch, const struct fb_sandbox *sb, struct
     if (frozen)
         cgroup_freeze(f->cg, false, &ferr);
     f->copy_ms = (int64_t)((fb_now_ns() - t0) / 1000000);
-    if (rc < 0 && strncmp(err->msg, "fork:", 5)) {
-        char m[sizeof err->msg];
-        snprintf(m, sizeof m, "%s", err->msg);
-        fb_errf(err, FB_EXIT_SETUP, "fork: copying the session: %s", m);
-    }
+    if (rc < 0 && strncmp(err->msg, "fork:", 5))
+        fb_err_wrap(err, "fork: copying the session");
     return rc;
 }
 

@@ -417,7 +417,7 @@ static int policy_from_params(json_t *params, const struct foreign_rules *foreig
     memset(sp, 0, sizeof *sp);
     policy_init(p);
     struct fb_parsed parsed = {0};
-    struct fb_err err = {0};
+    struct fb_err err = {.notes = &sp->notes};
     int rc = -1;
     struct fb_callenv ce = {0};
     char **cenv = NULL;
@@ -621,6 +621,33 @@ void session_apply_params(struct fb_session *s, const struct session_params *sp)
     s->ttl_ms = sp->ttl_ms;
     s->idle_ms = sp->idle_ms;
     s->exec_timeout_ms = sp->exec_timeout_ms;
+    /* The policy's warnings, before (a spawn) or after (a pool sandbox's)
+     * those of the sandbox's making. */
+    struct fb_err sink = {.notes = &s->notes};
+    const char *line = sp->notes.text, *nl;
+    while (line < sp->notes.text + sp->notes.len &&
+           (nl = memchr(line, '\n', (size_t)(sp->notes.text + sp->notes.len - line)))) {
+        fb_note(&sink, "%.*s", (int)(nl - line), line);
+        line = nl + 1;
+    }
+    s->notes.dropped += sp->notes.dropped;
+}
+
+void session_give_warnings(struct fb_session *s, json_t *info)
+{
+    if (!s->notes.len && !s->notes.dropped)
+        return;
+    json_t *a = json_array();
+    const char *line = s->notes.text, *nl;
+    while (line < s->notes.text + s->notes.len &&
+           (nl = memchr(line, '\n', (size_t)(s->notes.text + s->notes.len - line)))) {
+        json_array_append_new(a, json_stringn(line, (size_t)(nl - line)));
+        line = nl + 1;
+    }
+    if (s->notes.dropped)
+        json_array_append_new(a, json_sprintf("(%u more warnings not shown)", s->notes.dropped));
+    json_object_set_new(info, "warnings", a);
+    memset(&s->notes, 0, sizeof s->notes);
 }
 
 int session_adopt_limits(struct fb_session *s, const struct fb_policy *p)
@@ -830,6 +857,7 @@ static void *worker_main(void *arg)
             fb_errf(&s->spawn_err, FB_EXIT_SETUP, "the server is stopping");
         } else if (j->kind == WJ_SPAWN) {
             memset(&s->spawn_err, 0, sizeof s->spawn_err);
+            s->spawn_err.notes = &s->notes;
             struct fb_seed seed;
             struct fb_session_hooks hooks = {.main = sess_init_main, .clone_guard = clone_guard};
             if (s->pool_policy && pool_policy_build(s) < 0) {

@@ -51,6 +51,9 @@ struct fb_session {
     enum session_state state;
     bool pooled;            /* came from the warm pool */
     bool spawned;           /* sb holds a live or unreaped sandbox */
+    struct fb_notes notes;  /* warnings for the client that creates it (its policy's
+                               and its sandbox's making), given once in the
+                               session.create result's "warnings" */
     bool releasing;         /* the worker is releasing sb */
     char **env;             /* base environment of execs ("K=V", NULL-terminated) */
     char *cwd;              /* default working directory (absolute) */
@@ -81,6 +84,7 @@ struct session_params {
     const char *cwd; /* NULL = the policy's */
     const char *label; /* NULL = none */
     bool pool_ok;    /* may take from the pool (params match the pool's) */
+    struct fb_notes notes; /* warnings of the policy's making (policy_finish) */
 };
 
 /* What the server lets other uids ask for (fluebox serve --foreign-*), when
@@ -116,6 +120,9 @@ struct fb_session *session_new(void);
 void session_set_id(struct fb_session *s);
 /* Fill env/cwd/timeouts from the policy and params. */
 void session_apply_params(struct fb_session *s, const struct session_params *sp);
+/* The session's warnings as session.create's "warnings" (an array of
+ * strings) on info, then forgotten: a client is told once. */
+void session_give_warnings(struct fb_session *s, json_t *info);
 /* Take a pooled sandbox for policy p: apply p's cgroup limits. 0, or -1 when
  * the limits cannot be changed (the caller then spawns afresh). */
 int session_adopt_limits(struct fb_session *s, const struct fb_policy *p);

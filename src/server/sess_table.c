@@ -647,6 +647,7 @@ void spawn_done(struct srv *srv, struct fb_session *s)
     json_t *info = sess_info(ss, NULL);
     if (s->fork)
         json_object_set_new(info, "copyMs", json_integer(fork_copy_ms(s->fork)));
+    session_give_warnings(s, info);
     send_result(o->c, o->id, info);
     op_finish(o);
     /* This create gave the pool a new shape: its refills may start now. */

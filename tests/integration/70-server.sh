@@ -43,6 +43,27 @@ case "$OUT" in *"\"session\": \"$ID\""*'"state": "ready"'*) ok "session info pri
 expect_err "session create with a bad option: 125 and why" 125 "unknown option --frobnicate" session create --socket "$SOCK" --frobnicate
 expect_err "session create with a bad limit: 125 and why" 125 "--mem" session create --socket "$SOCK" --mem lots
 
+# A warning of the session's making (here the policy's: --disk not below
+# --mem) goes to the client that asked for the session, once, on its stderr,
+# and in --json's "warnings"; never into the server's log.
+run_fb session create --socket "$SOCK" --mem 64M --disk 64M
+WID=$OUT
+case "$RC:$ERR" in
+  "0:fluebox: warning: --disk is not below the memory limit"*) ok "a session's warning goes to the client that created it" ;;
+  *) fail "a session's warning goes to the client that created it" "rc=$RC err=$ERR" ;;
+esac
+if grep -q "is not below the memory limit" "$T/serve.err"; then
+  fail "a session's warning is not in the server's log" "$(grep -m1 'not below' "$T/serve.err")"
+else ok "a session's warning is not in the server's log"; fi
+run_fb session create --socket "$SOCK" --json --mem 64M --disk 64M
+WID2=$(printf '%s' "$OUT" | python3 -c 'import json,sys; print(json.load(sys.stdin)["session"])' 2>/dev/null)
+if printf '%s' "$OUT" | python3 -c 'import json,sys; w=json.load(sys.stdin)["warnings"]; sys.exit(not (len(w)==1 and "not below the memory limit" in w[0]))' 2>/dev/null; then
+  ok "session create --json: the warnings are in \"warnings\""
+else fail "session create --json: the warnings are in \"warnings\"" "$OUT"; fi
+run_fb session info --socket "$SOCK" "$WID"
+case "$OUT" in *warnings*) fail "the warnings are given once (not in session.info)" "$OUT" ;; *) ok "the warnings are given once (not in session.info)" ;; esac
+run_fb session rm --socket "$SOCK" "$WID" $WID2
+
 # --- exec ------------------------------------------------------------------------
 expect_out "exec runs a command in the session" "hi from the session" exec --socket "$SOCK" "$ID" -- echo hi from the session
 expect_rc "exec exits with the command's status" 7 exec --socket "$SOCK" "$ID" -- sh -c 'exit 7'
