@@ -174,6 +174,313 @@ static void say_why(const struct fb_policy *p, const struct fb_result *res)
     }
 }
 
+/* One run's supervisor: the sandbox and what its loop waits on. */
+struct run {
+    const struct fb_policy *p;
+    struct fb_result *res;
+    struct fb_sandbox sb;
+    int ep, sfd, tfd, dfd, gfd; /* epoll, signals, --timeout, --disk, grace */
+    struct tty_side tty;        /* run -t */
+    struct fb_scn *scn;         /* seccomp notifications (--seccomp-log, learn) */
+    int got_signal;             /* the first ending signal forwarded */
+    bool grace_killing;         /* the grace period after it is over */
+    bool disk_killed;           /* the command was stopped for --disk */
+    bool have_status, init_gone;
+    int wstatus;                /* the command's, from FB_MSG_EXIT */
+};
+
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
+/* Ask init to kill and reap everything (so the CPU time of what it kills is
+ * counted), and arm tfd to SIGKILL it if it has not exited a second later. */
+static void kill_all(struct run *r, int tfd)
+{
+    syscall(SYS_pidfd_send_signal, r->sb.pidfd, FB_SIG_KILLALL, NULL, 0);
+    struct itimerspec grace = {.it_value = {1, 0}};
+    timerfd_settime(tfd, 0, &grace, NULL);
+}
+
+/* The event loop's descriptors: init's pidfd and control socket, the
+ * forwarded signals, the relay, seccomp notifications, --timeout (counted
+ * from the start of the spawn: set-up time counts) and the --disk check of a
+ * --cow-upper layer. */
+static int loop_open(struct run *r, const sigset_t *set, struct fb_err *err)
+{
+    const struct fb_policy *p = r->p;
+    r->ep = epoll_create1(EPOLL_CLOEXEC);
+    r->sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (r->ep < 0 || r->sfd < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "event loop");
+    ep_add(r->ep, r->sb.pidfd, K_PIDFD);
+    ep_add(r->ep, r->sb.ctl, K_CTL);
+    ep_add(r->ep, r->sfd, K_SIG);
+    if (r->sb.egress)
+        ep_add(r->ep, egress_fd(r->sb.egress), K_EGRESS);
+    if (r->sb.seccomp_fd >= 0) {
+        r->scn = scnotify_new(p, fb_steal_fd(r->sb.seccomp_fd), err);
+        if (!r->scn)
+            return -1;
+        ep_add(r->ep, scnotify_fd(r->scn), K_SECCOMP);
+    }
+    if (p->limits.timeout_ms > 0) {
+        r->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (r->tfd < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "timerfd");
+        uint64_t deadline = r->sb.start_ns + (uint64_t)p->limits.timeout_ms * 1000000ull;
+        struct itimerspec its = {.it_value = {(time_t)(deadline / 1000000000ull),
+                                              (long)(deadline % 1000000000ull)}};
+        timerfd_settime(r->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+        ep_add(r->ep, r->tfd, K_TIMER);
+    }
+    if (r->sb.cow && cow_upper_over(r->sb.cow)) {
+        /* Reached --disk already: the command may have run and written
+         * before this loop started (a loaded machine). */
+        r->disk_killed = true;
+        syscall(SYS_pidfd_send_signal, r->sb.pidfd, FB_SIG_KILLALL, NULL, 0);
+    } else if (r->sb.cow && r->sb.cow->persistent && r->sb.cow->disk > 0) {
+        r->dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct itimerspec its = {.it_interval = {0, DISK_CHECK_NS}, .it_value = {0, DISK_CHECK_NS}};
+        if (r->dfd < 0 || timerfd_settime(r->dfd, 0, &its, NULL) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "timerfd");
+        ep_add(r->ep, r->dfd, K_DISK);
+    }
+    return 0;
+}
+
+/* A message from init: the terminal's master (run -t), the command's
+ * status, or why it could not be started. */
+static void on_ctl(struct run *r)
+{
+    struct fb_msg m;
+    int mfd = -1;
+    size_t nfd = 1;
+    if (ctl_recv(r->sb.ctl, &m, &mfd, &nfd) <= 0) {
+        epoll_ctl(r->ep, EPOLL_CTL_DEL, r->sb.ctl, NULL);
+        return;
+    }
+    if (m.type == FB_MSG_TTY && nfd == 1 && r->p->tty && !r->tty.on) {
+        tty_start(&r->tty, r->ep, fb_steal_fd(mfd));
+    } else if (m.type == FB_MSG_EXIT) {
+        r->have_status = true;
+        r->wstatus = m.status;
+    } else if (m.type == FB_MSG_EXEC_ERR) {
+        snprintf(r->res->error, sizeof r->res->error, "%s", m.text);
+    }
+    if (nfd && mfd >= 0)
+        close(mfd);
+}
+
+/* Signals to forward: an ending one starts the grace period (a second one
+ * ends it at once); the terminal's size goes to the terminal inside. */
+static void on_signal(struct run *r)
+{
+    struct signalfd_siginfo si;
+    while (read(r->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGWINCH && r->p->tty) {
+            tty_resize(&r->tty); /* the terminal inside tells its own */
+            continue;
+        }
+        syscall(SYS_pidfd_send_signal, r->sb.pidfd, sig, NULL, 0);
+        if (!ending_signal(sig) || r->grace_killing)
+            continue;
+        if (!r->got_signal) {
+            r->got_signal = sig;
+            r->gfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+            if (r->gfd >= 0) {
+                arm_ms(r->gfd, FB_SIGNAL_GRACE_MS);
+                ep_add(r->ep, r->gfd, K_GRACE);
+            }
+        } else if (r->gfd >= 0) {
+            arm_ms(r->gfd, 1); /* asked twice: no more waiting */
+        }
+    }
+}
+
+/* The grace period is over: like the timeout, init kills and reaps
+ * everything, and is SIGKILLed itself if it has not exited a second later. */
+static void on_grace(struct run *r)
+{
+    uint64_t ticks;
+    if (read(r->gfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
+        return;
+    if (!r->grace_killing) {
+        r->grace_killing = true;
+        r->res->end_signal = r->got_signal;
+        syscall(SYS_pidfd_send_signal, r->sb.pidfd, FB_SIG_KILLALL, NULL, 0);
+        arm_ms(r->gfd, 1000);
+    } else {
+        sandbox_kill(&r->sb);
+        epoll_ctl(r->ep, EPOLL_CTL_DEL, r->gfd, NULL);
+    }
+}
+
+static void on_timeout(struct run *r)
+{
+    uint64_t ticks;
+    if (read(r->tfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
+        return;
+    if (!r->res->timed_out) {
+        r->res->timed_out = true;
+        kill_all(r, r->tfd);
+    } else {
+        sandbox_kill(&r->sb);
+        epoll_ctl(r->ep, EPOLL_CTL_DEL, r->tfd, NULL);
+    }
+}
+
+/* --disk on a --cow-upper layer: no file system enforces it, so past it the
+ * command is stopped as a timeout is. */
+static void on_disk(struct run *r)
+{
+    uint64_t ticks;
+    if (read(r->dfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
+        return;
+    if (r->disk_killed) {
+        sandbox_kill(&r->sb); /* init did not finish it within a second */
+        epoll_ctl(r->ep, EPOLL_CTL_DEL, r->dfd, NULL);
+    } else if (cow_upper_over(r->sb.cow)) {
+        r->disk_killed = true;
+        kill_all(r, r->dfd);
+    }
+}
+
+/* Until init is gone. */
+static int loop_run(struct run *r, struct fb_err *err)
+{
+    while (!r->init_gone) {
+        struct epoll_event evs[8];
+        int wait_ms = tty_arm(&r->tty, r->ep);
+        if (wait_ms == 0)
+            fb_relay_in(&r->tty.r); /* stdin a file: read without waiting */
+        wait_ms = tty_arm(&r->tty, r->ep);
+        int n = epoll_wait(r->ep, evs, 8, wait_ms);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return fb_errno(err, FB_EXIT_SETUP, "epoll_wait");
+        }
+        for (int i = 0; i < n; i++) {
+            switch (evs[i].data.u32) {
+            case K_PIDFD: r->init_gone = true; break;
+            case K_CTL: on_ctl(r); break;
+            case K_PTM: fb_relay_master(&r->tty.r); break;
+            case K_TTYIN: fb_relay_in(&r->tty.r); break;
+            case K_TTYOUT: fb_relay_out(&r->tty.r); break;
+            case K_SIG: on_signal(r); break;
+            case K_GRACE: on_grace(r); break;
+            case K_TIMER: on_timeout(r); break;
+            case K_DISK: on_disk(r); break;
+            case K_EGRESS: egress_dispatch(r->sb.egress); break;
+            case K_SECCOMP: scnotify_dispatch(r->scn); break;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Init is gone: its status, the times, what the cgroup, the relay and the
+ * seccomp listener counted. *si: how init itself ended. */
+static void collect(struct run *r, siginfo_t *si)
+{
+    const struct fb_policy *p = r->p;
+    struct fb_result *res = r->res;
+    /* Drain a final EXIT that raced with init's exit. */
+    if (!r->have_status) {
+        struct fb_msg m;
+        while (ctl_recv_nonblock(r->sb.ctl, &m) == 1)
+            if (m.type == FB_MSG_EXIT) {
+                r->have_status = true;
+                r->wstatus = m.status;
+            }
+    }
+    memset(si, 0, sizeof *si);
+    while (waitid(P_PIDFD, (id_t)r->sb.pidfd, si, WEXITED) < 0 && errno == EINTR)
+        ;
+    r->sb.pid = -1;
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    res->wall_ms = (int64_t)((fb_now_ns() - r->sb.start_ns) / 1000000ull);
+    res->user_ms = tv_ms(ru.ru_utime);
+    res->sys_ms = tv_ms(ru.ru_stime);
+    res->max_rss_kb = ru.ru_maxrss;
+    res->disk_used = sandbox_disk_used(&r->sb);
+
+    scnotify_finish(r->scn, &res->seccomp);
+    r->scn = NULL;
+    if (res->seccomp.active && !p->seccomp.learn)
+        res->seccomp_denials = res->seccomp.denied;
+    report_take_cgroup(res, r->sb.cg);
+    res->oom_killed = res->cg.oom_killed;
+    if (r->sb.egress && p->net != FB_NET_HOST) {
+        res->has_net = true;
+        egress_summary(r->sb.egress, &res->net);
+        char note[1200];
+        if (!p->quiet && egress_denial_note(&res->net, note, sizeof note))
+            fb_warn("%s", note);
+    }
+}
+
+/* fluebox's exit code and the command's status from how the run ended;
+ * disk_stop: the --cow-upper layer reached --disk. */
+static void decide_exit(struct run *r, const siginfo_t *si, bool disk_stop)
+{
+    struct fb_result *res = r->res;
+    int ws = r->wstatus;
+    if (res->timed_out) {
+        res->exit_code = FB_EXIT_TIMEOUT;
+        res->signal = SIGKILL;
+    } else if (disk_stop) {
+        res->exit_code = FB_EXIT_SETUP;
+        res->signal = r->disk_killed ? SIGKILL : 0;
+        snprintf(res->error, sizeof res->error,
+                 "--disk: the copy-on-write layer in %s reached %lld bytes%s",
+                 r->sb.cow->upper_dir, (long long)r->sb.cow->disk,
+                 r->disk_killed ? "; the command was stopped" : "");
+        fb_warn("%s", res->error);
+    } else if (res->end_signal && r->have_status && WIFEXITED(ws)) {
+        res->end_signal = 0; /* it exited by itself after all */
+        res->status_code = WEXITSTATUS(ws);
+        res->exit_code = res->status_code;
+    } else if (res->end_signal) {
+        /* Killed after the grace period: fluebox ends as the signal it was
+         * sent asked (130 for SIGINT, 143 for SIGTERM). */
+        res->exit_code = 128 + res->end_signal;
+        res->signal = SIGKILL;
+    } else if (r->have_status && WIFEXITED(ws)) {
+        res->status_code = WEXITSTATUS(ws);
+        res->exit_code = res->status_code;
+    } else if (r->have_status && WIFSIGNALED(ws)) {
+        res->signal = WTERMSIG(ws);
+        res->exit_code = 128 + res->signal;
+    } else if (res->oom_killed) {
+        res->signal = SIGKILL;
+        res->exit_code = FB_EXIT_OOM;
+    } else {
+        /* init itself died without telling us how the command ended. */
+        res->signal = si->si_code == CLD_KILLED || si->si_code == CLD_DUMPED ? si->si_status : 0;
+        res->exit_code = res->signal ? 128 + res->signal : FB_EXIT_SETUP;
+        if (!res->signal)
+            snprintf(res->error, sizeof res->error, "the sandbox's init exited unexpectedly");
+    }
+    if (res->oom_killed && res->signal == SIGKILL)
+        res->exit_code = FB_EXIT_OOM;
+}
+
+static void loop_close(struct run *r)
+{
+    close_fd(&r->ep);
+    close_fd(&r->sfd);
+    close_fd(&r->tfd);
+    close_fd(&r->dfd);
+    close_fd(&r->gfd);
+}
+
 int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -191,8 +498,8 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     sigprocmask(SIG_BLOCK, &set, &old);
     sigdelset(&set, SIGPIPE);
 
-    struct fb_sandbox sb;
-    int spawned = sandbox_spawn(p, &sb, err);
+    struct run r = {.p = p, .res = res, .ep = -1, .sfd = -1, .tfd = -1, .dfd = -1, .gfd = -1};
+    int spawned = sandbox_spawn(p, &r.sb, err);
     fb_notes_print(err->notes); /* the warnings of its making, once */
     if (spawned < 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
@@ -201,282 +508,24 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         snprintf(res->error, sizeof res->error, "%s", err->msg);
         return -1;
     }
-
-    cleanup_close int ep = epoll_create1(EPOLL_CLOEXEC);
-    cleanup_close int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    cleanup_close int tfd = -1, dfd = -1;
-    cleanup_close int gfd = -1; /* the grace period after an ending signal */
-    struct tty_side tty = {.on = false}; /* run -t */
-    int got_signal = 0;         /* the first ending signal forwarded */
-    bool grace_killing = false;
-    struct fb_scn *scn = NULL; /* seccomp notifications (--seccomp-log, learn) */
-    if (ep < 0 || sfd < 0) {
-        fb_errno(err, FB_EXIT_SETUP, "event loop");
+    if (loop_open(&r, &set, err) < 0 || loop_run(&r, err) < 0)
         goto fatal;
-    }
-    ep_add(ep, sb.pidfd, K_PIDFD);
-    ep_add(ep, sb.ctl, K_CTL);
-    ep_add(ep, sfd, K_SIG);
-    if (sb.egress)
-        ep_add(ep, egress_fd(sb.egress), K_EGRESS);
-    if (sb.seccomp_fd >= 0) {
-        scn = scnotify_new(p, fb_steal_fd(sb.seccomp_fd), err);
-        if (!scn)
-            goto fatal;
-        ep_add(ep, scnotify_fd(scn), K_SECCOMP);
-    }
-    if (p->limits.timeout_ms > 0) {
-        tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (tfd < 0) {
-            fb_errno(err, FB_EXIT_SETUP, "timerfd");
-            goto fatal;
-        }
-        /* Measured from the start of the spawn: set-up time counts. */
-        uint64_t deadline = sb.start_ns + (uint64_t)p->limits.timeout_ms * 1000000ull;
-        struct itimerspec its = {.it_value = {(time_t)(deadline / 1000000000ull),
-                                              (long)(deadline % 1000000000ull)}};
-        timerfd_settime(tfd, TFD_TIMER_ABSTIME, &its, NULL);
-        ep_add(ep, tfd, K_TIMER);
-    }
-
-    bool disk_killed = false; /* the command was stopped for --disk */
-    if (sb.cow && cow_upper_over(sb.cow)) {
-        /* Reached --disk already: the command may have run and written
-         * before this loop started (a loaded machine). */
-        disk_killed = true;
-        syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
-    } else if (sb.cow && sb.cow->persistent && sb.cow->disk > 0) {
-        dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        struct itimerspec its = {.it_interval = {0, DISK_CHECK_NS}, .it_value = {0, DISK_CHECK_NS}};
-        if (dfd < 0 || timerfd_settime(dfd, 0, &its, NULL) < 0) {
-            fb_errno(err, FB_EXIT_SETUP, "timerfd");
-            goto fatal;
-        }
-        ep_add(ep, dfd, K_DISK);
-    }
-
-    bool have_status = false, init_gone = false;
-    int wstatus = 0;
-    while (!init_gone) {
-        struct epoll_event evs[8];
-        int wait_ms = tty_arm(&tty, ep);
-        if (wait_ms == 0)
-            fb_relay_in(&tty.r); /* stdin a file: read without waiting */
-        wait_ms = tty_arm(&tty, ep);
-        int n = epoll_wait(ep, evs, 8, wait_ms);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            fb_errno(err, FB_EXIT_SETUP, "epoll_wait");
-            goto fatal;
-        }
-        for (int i = 0; i < n; i++) {
-            switch (evs[i].data.u32) {
-            case K_PIDFD:
-                init_gone = true;
-                break;
-            case K_CTL: {
-                struct fb_msg m;
-                int mfd = -1;
-                size_t nfd = 1;
-                int r = ctl_recv(sb.ctl, &m, &mfd, &nfd);
-                if (r <= 0) {
-                    epoll_ctl(ep, EPOLL_CTL_DEL, sb.ctl, NULL);
-                    break;
-                }
-                if (m.type == FB_MSG_TTY && nfd == 1 && p->tty && !tty.on) {
-                    tty_start(&tty, ep, fb_steal_fd(mfd));
-                } else if (m.type == FB_MSG_EXIT) {
-                    have_status = true;
-                    wstatus = m.status;
-                } else if (m.type == FB_MSG_EXEC_ERR) {
-                    snprintf(res->error, sizeof res->error, "%s", m.text);
-                }
-                if (nfd && mfd >= 0)
-                    close(mfd);
-                break;
-            }
-            case K_PTM:
-                fb_relay_master(&tty.r);
-                break;
-            case K_TTYIN:
-                fb_relay_in(&tty.r);
-                break;
-            case K_TTYOUT:
-                fb_relay_out(&tty.r);
-                break;
-            case K_SIG: {
-                struct signalfd_siginfo si;
-                while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-                    int sig = (int)si.ssi_signo;
-                    if (sig == SIGWINCH && p->tty) {
-                        tty_resize(&tty); /* the terminal inside tells its own */
-                        continue;
-                    }
-                    syscall(SYS_pidfd_send_signal, sb.pidfd, sig, NULL, 0);
-                    if (!ending_signal(sig) || grace_killing)
-                        continue;
-                    if (!got_signal) {
-                        got_signal = sig;
-                        gfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-                        if (gfd >= 0) {
-                            arm_ms(gfd, FB_SIGNAL_GRACE_MS);
-                            ep_add(ep, gfd, K_GRACE);
-                        }
-                    } else if (gfd >= 0) {
-                        arm_ms(gfd, 1); /* asked twice: no more waiting */
-                    }
-                }
-                break;
-            }
-            case K_GRACE: {
-                uint64_t ticks;
-                if (read(gfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
-                    break;
-                if (!grace_killing) {
-                    /* Like the timeout: init kills and reaps everything, and
-                     * is SIGKILLed itself if it has not exited a second later. */
-                    grace_killing = true;
-                    res->end_signal = got_signal;
-                    syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
-                    arm_ms(gfd, 1000);
-                } else {
-                    sandbox_kill(&sb);
-                    epoll_ctl(ep, EPOLL_CTL_DEL, gfd, NULL);
-                }
-                break;
-            }
-            case K_TIMER: {
-                uint64_t ticks;
-                if (read(tfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
-                    break;
-                if (!res->timed_out) {
-                    /* Ask init to kill and reap everything (so the CPU time
-                     * of what it kills is counted); SIGKILL it if it has not
-                     * exited a second later. */
-                    res->timed_out = true;
-                    syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
-                    struct itimerspec grace = {.it_value = {1, 0}};
-                    timerfd_settime(tfd, 0, &grace, NULL);
-                } else {
-                    sandbox_kill(&sb);
-                    epoll_ctl(ep, EPOLL_CTL_DEL, tfd, NULL);
-                }
-                break;
-            }
-            case K_DISK: {
-                /* --disk on a --cow-upper layer: no file system enforces
-                 * it, so past it the command is stopped as a timeout is. */
-                uint64_t ticks;
-                if (read(dfd, &ticks, sizeof ticks) < 0 && errno == EAGAIN)
-                    break;
-                if (disk_killed) {
-                    sandbox_kill(&sb); /* init did not finish it within a second */
-                    epoll_ctl(ep, EPOLL_CTL_DEL, dfd, NULL);
-                } else if (cow_upper_over(sb.cow)) {
-                    disk_killed = true;
-                    syscall(SYS_pidfd_send_signal, sb.pidfd, FB_SIG_KILLALL, NULL, 0);
-                    struct itimerspec grace = {.it_value = {1, 0}};
-                    timerfd_settime(dfd, 0, &grace, NULL);
-                }
-                break;
-            }
-            case K_EGRESS:
-                egress_dispatch(sb.egress);
-                break;
-            case K_SECCOMP:
-                scnotify_dispatch(scn);
-                break;
-            }
-        }
-    }
-    tty_end(&tty);
-    /* Drain a final EXIT that raced with init's exit. */
-    if (!have_status) {
-        struct fb_msg m;
-        while (ctl_recv_nonblock(sb.ctl, &m) == 1)
-            if (m.type == FB_MSG_EXIT) {
-                have_status = true;
-                wstatus = m.status;
-            }
-    }
-
+    tty_end(&r.tty);
     siginfo_t si;
-    memset(&si, 0, sizeof si);
-    while (waitid(P_PIDFD, (id_t)sb.pidfd, &si, WEXITED) < 0 && errno == EINTR)
-        ;
-    sb.pid = -1;
-    struct rusage ru;
-    getrusage(RUSAGE_CHILDREN, &ru);
-    res->wall_ms = (int64_t)((fb_now_ns() - sb.start_ns) / 1000000ull);
-    res->user_ms = tv_ms(ru.ru_utime);
-    res->sys_ms = tv_ms(ru.ru_stime);
-    res->max_rss_kb = ru.ru_maxrss;
-    res->disk_used = sandbox_disk_used(&sb);
-
-    scnotify_finish(scn, &res->seccomp);
-    scn = NULL;
-    if (res->seccomp.active && !p->seccomp.learn)
-        res->seccomp_denials = res->seccomp.denied;
-    report_take_cgroup(res, sb.cg);
-    res->oom_killed = res->cg.oom_killed;
-    if (sb.egress && p->net != FB_NET_HOST) {
-        res->has_net = true;
-        egress_summary(sb.egress, &res->net);
-        char note[1200];
-        if (!p->quiet && egress_denial_note(&res->net, note, sizeof note))
-            fb_warn("%s", note);
-    }
-
+    collect(&r, &si);
     /* Measured once more: the command may have filled the layer and ended
      * between two checks. */
-    bool disk_stop = sb.cow && cow_upper_over(sb.cow);
-    if (res->timed_out) {
-        res->exit_code = FB_EXIT_TIMEOUT;
-        res->signal = SIGKILL;
-    } else if (disk_stop) {
-        res->exit_code = FB_EXIT_SETUP;
-        res->signal = disk_killed ? SIGKILL : 0;
-        snprintf(res->error, sizeof res->error,
-                 "--disk: the copy-on-write layer in %s reached %lld bytes%s",
-                 sb.cow->upper_dir, (long long)sb.cow->disk,
-                 disk_killed ? "; the command was stopped" : "");
-        fb_warn("%s", res->error);
-    } else if (res->end_signal && have_status && WIFEXITED(wstatus)) {
-        res->end_signal = 0; /* it exited by itself after all */
-        res->status_code = WEXITSTATUS(wstatus);
-        res->exit_code = res->status_code;
-    } else if (res->end_signal) {
-        /* Killed after the grace period: fluebox ends as the signal it was
-         * sent asked (130 for SIGINT, 143 for SIGTERM). */
-        res->exit_code = 128 + res->end_signal;
-        res->signal = SIGKILL;
-    } else if (have_status && WIFEXITED(wstatus)) {
-        res->status_code = WEXITSTATUS(wstatus);
-        res->exit_code = res->status_code;
-    } else if (have_status && WIFSIGNALED(wstatus)) {
-        res->signal = WTERMSIG(wstatus);
-        res->exit_code = 128 + res->signal;
-    } else if (res->oom_killed) {
-        res->signal = SIGKILL;
-        res->exit_code = FB_EXIT_OOM;
-    } else {
-        /* init itself died without telling us how the command ended. */
-        res->signal = si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED ? si.si_status : 0;
-        res->exit_code = res->signal ? 128 + res->signal : FB_EXIT_SETUP;
-        if (!res->signal)
-            snprintf(res->error, sizeof res->error, "the sandbox's init exited unexpectedly");
-    }
-    if (res->oom_killed && res->signal == SIGKILL)
-        res->exit_code = FB_EXIT_OOM;
+    bool disk_stop = r.sb.cow && cow_upper_over(r.sb.cow);
+    decide_exit(&r, &si, disk_stop);
     say_why(p, res);
+    loop_close(&r);
 
-    struct fb_cow *cow = fb_steal_ptr(sb.cow);
-    sandbox_release(&sb);
+    struct fb_cow *cow = fb_steal_ptr(r.sb.cow);
+    sandbox_release(&r.sb);
     sigprocmask(SIG_SETMASK, &old, NULL);
     if (cow) {
         /* The sandbox is gone, its upper layer complete: report the changes
-         * and commit them if asked and the command succeeded (cow.c). */
+         * and commit them if asked and the command succeeded (run_cow.c). */
         bool ok = res->status_code == 0 && !res->timed_out && !disk_stop;
         res->exit_code = cow_run_finish(p, cow, res->exit_code, ok);
         cow_free(cow);
@@ -484,10 +533,11 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     return 0;
 
 fatal:
-    tty_end(&tty);
-    scnotify_finish(scn, NULL);
-    sandbox_kill(&sb);
-    sandbox_release(&sb);
+    tty_end(&r.tty);
+    scnotify_finish(r.scn, NULL);
+    loop_close(&r);
+    sandbox_kill(&r.sb);
+    sandbox_release(&r.sb);
     sigprocmask(SIG_SETMASK, &old, NULL);
     res->setup_failed = true;
     res->exit_code = FB_EXIT_SETUP;

@@ -536,34 +536,38 @@ static void cgroup_late_send(struct fb_sandbox *sb, struct late_cg *l)
     cgroup_late_close(l);
 }
 
-static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
-                 const struct fb_session_hooks *h, struct fb_sandbox *sb, struct fb_err *err)
-{
-    const struct fb_seed *seed = h ? h->seed : NULL;
-    if (p->isolation == FB_ISO_LANDLOCK) { /* no namespaces: landlock_spawn.c */
-        if (x)
-            return fb_errf(err, FB_EXIT_SETUP,
-                           "a container runs in namespaces; --isolation landlock does not apply");
-        return landlock_spawn(p, mode, sb, err);
-    }
-    memset(sb, 0, sizeof *sb);
-    struct late_cg lcg = {.nfds = 0};
-    sb->pid = -1;
-    sb->pidfd = -1;
-    sb->ctl = -1;
-    sb->seccomp_fd = -1;
-    sb->scratch_fd = -1;
-    sb->start_ns = fb_now_ns();
-    idrange_init(&sb->ids.claim);
+/* One spawn in progress: what it was asked for and what it holds until the
+ * child is READY (each part is released by the failure path of its phase). */
+struct spawning {
+    const struct fb_policy *p;
+    enum fb_mode mode;
+    const struct fb_spawn_ext *x;
+    const struct fb_session_hooks *h;
+    struct fb_sandbox *sb;
+    struct fb_sc_job scj;       /* the seccomp filters, looked up or compiling */
+    bool late_cg;               /* the cgroup is made while the child builds */
+    struct late_cg lcg;
+    struct fb_premounts pre;    /* as root: the idmapped trees (mount.h) */
+    struct fb_layout *layout;   /* as root: the bind sources, opened here */
+    int cgfd;                   /* CLONE_INTO_CGROUP's, or -1 */
+};
 
+/* Before the clone: the seccomp job, the host ids, the cgroup when the
+ * child is cloned into it (v2; else cgroup_late while it builds its root),
+ * the copy-on-write layer and what root opens for the child. -1 with err:
+ * what it made is released (by spawn's fail path for the last three). */
+static int spawn_prepare(struct spawning *st, struct fb_err *err)
+{
+    const struct fb_policy *p = st->p;
+    const struct fb_spawn_ext *x = st->x;
+    struct fb_sandbox *sb = st->sb;
     /* The seccomp filters: looked up, or compiled by a helper process while
      * the sandbox is created and builds its root; sent once it waits for
      * them, just before it loads them (seccomp.h). */
-    enum fb_sc_mode scm = seccomp_mode(p, mode == FB_MODE_RUN);
-    if (scm == FB_SCM_LEARN && mode != FB_MODE_RUN)
+    enum fb_sc_mode scm = seccomp_mode(p, st->mode == FB_MODE_RUN);
+    if (scm == FB_SCM_LEARN && st->mode != FB_MODE_RUN)
         return fb_errf(err, FB_EXIT_SETUP, "seccomp: learn mode needs a supervisor");
-    struct fb_sc_job scj;
-    if (seccomp_job_start(p, scm, &scj, err) < 0)
+    if (seccomp_job_start(p, scm, &st->scj, err) < 0)
         return -1;
     /* As root: this sandbox's own range of host ids (idrange.h). An
      * FB_MODE_EXT caller decides its own (and writes its own maps). */
@@ -573,20 +577,16 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     } else if (x)
         userns_plain_ids(p, &sb->ids);
     else if (userns_host_ids(p, &sb->ids, err) < 0) {
-        seccomp_job_cancel(&scj);
+        seccomp_job_cancel(&st->scj);
         return -1;
     }
-
-    /* The cgroup: made now when the child is cloned into it (v2), else
-     * while the child builds its root (cgroup_late). */
-    bool late_cg = false;
     if (x && x->cg) {
         sb->cg = x->cg;
     } else if (wants_cgroup(p) && !x && !cgroup_before_clone(p)) {
-        late_cg = true;
+        st->late_cg = true;
     } else if (wants_cgroup(p)) {
         if (cgroup_create(p, &sb->cg, err) < 0) {
-            seccomp_job_cancel(&scj);
+            seccomp_job_cancel(&st->scj);
             userns_release_ids(&sb->ids);
             return -1;
         }
@@ -594,172 +594,211 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         if (missing && strstr(missing, "pids"))
             sb->nproc_fallback = true;
     }
-
-    struct fb_premounts pre = {.workspace_fd = -1, .cow_upper_fd = -1};
-    struct fb_layout *layout = NULL;
     if (p->cow && cow_begin(p, &sb->ids, &sb->cow, err) < 0)
-        goto fail;
-    if (!x && premounts_make(p, &sb->ids, &pre, err) < 0)
-        goto fail;
+        return 1;
+    if (!x && premounts_make(p, &sb->ids, &st->pre, err) < 0)
+        return 1;
     /* As root the bind sources are opened here, as root (mount.h). */
-    if (!x && userns_own_range(&sb->ids) && mount_prepare(p, &pre, &layout, err) < 0)
-        goto fail;
+    if (!x && userns_own_range(&sb->ids) && mount_prepare(p, &st->pre, &st->layout, err) < 0)
+        return 1;
+    return 0;
+}
 
+/* The clone, as the namespace owner; the child goes to child_main. -1 with
+ * err when there is no child. */
+static int spawn_clone(struct spawning *st, struct fb_err *err)
+{
+    const struct fb_policy *p = st->p;
+    struct fb_sandbox *sb = st->sb;
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-        fb_errno(err, FB_EXIT_SETUP, "socketpair");
-        goto fail;
-    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "socketpair");
     int pidfd = -1;
-    int cgfd = sb->cg ? cgroup_clone_fd(sb->cg) : -1;
-    unsigned long flags = ns_flags(p) | (x ? x->clone_flags : 0);
+    st->cgfd = sb->cg ? cgroup_clone_fd(sb->cg) : -1;
+    unsigned long flags = ns_flags(p) | (st->x ? st->x->clone_flags : 0);
     struct fb_creator creator;
     if (userns_creator_enter(&sb->ids, &creator, err) < 0) {
         close(sv[0]);
         close(sv[1]);
-        goto fail;
+        return -1;
     }
-    pid_t pid = clone_sandbox(flags, cgfd, &pidfd, h);
-    if (pid < 0 && cgfd >= 0 && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
-        cgfd = -1; /* no CLONE_INTO_CGROUP here: attach after the clone */
-        pid = clone_sandbox(flags, -1, &pidfd, h);
+    pid_t pid = clone_sandbox(flags, st->cgfd, &pidfd, st->h);
+    if (pid < 0 && st->cgfd >= 0 && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
+        st->cgfd = -1; /* no CLONE_INTO_CGROUP here: attach after the clone */
+        pid = clone_sandbox(flags, -1, &pidfd, st->h);
     }
     if (pid == 0) {
         /* The child keeps the credentials it was born with: the namespace
          * owner's (userns.h). */
         close(sv[0]);
-        seccomp_job_close(&scj); /* the supervisor's: it sends them */
-        child_main(p, mode, sv[1], layout, &sb->ids, sb->nproc_fallback, sb->cg, late_cg, x, h);
+        seccomp_job_close(&st->scj); /* the supervisor's: it sends them */
+        child_main(p, st->mode, sv[1], st->layout, &sb->ids, sb->nproc_fallback, sb->cg,
+                   st->late_cg, st->x, st->h);
     }
     userns_creator_leave(&creator);
     if (pid < 0) {
         int e = errno;
         close(sv[0]);
         close(sv[1]);
-        fb_errf(err, FB_EXIT_SETUP,
-                "%s; fluebox will not run with less isolation unless asked: see fluebox doctor "
-                "(--isolation landlock is the fallback)",
-                userns_hint(e));
-        goto fail;
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "%s; fluebox will not run with less isolation unless asked: see fluebox "
+                       "doctor (--isolation landlock is the fallback)",
+                       userns_hint(e));
     }
     close(sv[1]);
-    premounts_free(p, &pre);
-    mount_layout_free(layout); /* the child has them now */
-    layout = NULL;
+    premounts_free(p, &st->pre);
+    mount_layout_free(st->layout); /* the child has them now */
+    st->layout = NULL;
     sb->pid = pid;
     sb->pidfd = pidfd;
     sb->ctl = sv[0];
+    return 0;
+}
 
-    if (write_maps(pid, p, &sb->ids, x, err) < 0) {
+/* The child waits: its id maps, its cgroup, then GO with the rlimits that
+ * stand in for cgroup limits (code: RLIMIT_NPROC, arg: RLIMIT_DATA; 0 =
+ * none), which the child sets on itself. */
+static int spawn_go(struct spawning *st, struct fb_err *err)
+{
+    const struct fb_policy *p = st->p;
+    struct fb_sandbox *sb = st->sb;
+    if (write_maps(sb->pid, p, &sb->ids, st->x, err) < 0) {
         child_said(sb, err);
-        goto fail_child;
+        return -1;
     }
-    if (sb->cg && cgfd < 0 && cgroup_attach(sb->cg, pid, err) < 0)
-        goto fail_child;
-    /* GO carries the rlimits that stand in for cgroup limits (code:
-     * RLIMIT_NPROC, arg: RLIMIT_DATA; 0 = none), which the child sets on
-     * itself. */
+    if (sb->cg && st->cgfd < 0 && cgroup_attach(sb->cg, sb->pid, err) < 0)
+        return -1;
     int64_t nproc, data;
     cgroup_fallback_limits(sb->cg, &nproc, &data);
     struct fb_msg go = {.type = FB_MSG_GO, .code = (int32_t)nproc, .arg = data};
     if (ctl_send(sb->ctl, &go, NULL, 0) < 0) {
         fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
         child_said(sb, err);
-        goto fail_child;
+        return -1;
     }
-    if (late_cg && cgroup_late(p, sb, &lcg, err) < 0)
-        goto fail_child;
+    if (st->late_cg && cgroup_late(p, sb, &st->lcg, err) < 0)
+        return -1;
     /* A seeded child reads the seed's GO first (mount_scratch): then. */
     if (!p->seed_scratch) {
-        if (late_cg)
-            cgroup_late_send(sb, &lcg);
-        if (seccomp_job_send(&scj, sb->ctl, err) < 0)
-            goto fail_child;
+        if (st->late_cg)
+            cgroup_late_send(sb, &st->lcg);
+        if (seccomp_job_send(&st->scj, sb->ctl, err) < 0)
+            return -1;
     }
+    return 0;
+}
+
+/* FB_MSG_SCRATCH: the child's scratch tmpfs, for fstatfs() and snapshots;
+ * a seeded child waits for it to be filled, then for its second GO. */
+static int on_scratch(struct spawning *st, int fd, struct fb_err *err)
+{
+    struct fb_sandbox *sb = st->sb;
+    sb->scratch_fd = fd;
+    if (sb->cow) {
+        sb->cow->scratch = sb->scratch_fd; /* snapshots live there */
+        sb->cow->cg = sb->cg;
+    }
+    if (!st->p->seed_scratch)
+        return 0;
+    const struct fb_seed *seed = st->h ? st->h->seed : NULL;
+    struct fb_msg go2 = {.type = FB_MSG_GO};
+    if (!seed || seed->fill(seed->arg, sb->scratch_fd, sb, err) < 0)
+        return -1;
+    if (ctl_send(sb->ctl, &go2, NULL, 0) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
+    if (st->late_cg)
+        cgroup_late_send(sb, &st->lcg);
+    return seccomp_job_send(&st->scj, sb->ctl, err);
+}
+
+/* The child's messages until READY: its network's sockets (the relay
+ * starts), its scratch, the seccomp listener, the copy-on-write layer, and
+ * whatever an FB_MODE_EXT caller handles. */
+static int spawn_handshake(struct spawning *st, struct fb_err *err)
+{
+    const struct fb_policy *p = st->p;
+    const struct fb_spawn_ext *x = st->x;
+    struct fb_sandbox *sb = st->sb;
     for (;;) {
         struct fb_msg m;
         int fds[FB_CTL_MAX_FDS];
         size_t nfds = FB_CTL_MAX_FDS;
         int r = ctl_recv(sb->ctl, &m, fds, &nfds);
-        if (r < 0) {
-            fb_errno(err, FB_EXIT_SETUP, "reading from the sandbox");
-            goto fail_child;
-        }
-        if (r == 0) {
-            fb_errf(err, FB_EXIT_SETUP, "the sandbox died during set-up");
-            goto fail_child;
-        }
-        if (m.type == FB_MSG_ERR) {
-            fb_errf(err, m.code ? m.code : FB_EXIT_SETUP, "%s%s", m.text, layer_hint(m.text));
-            goto fail_child;
-        }
+        if (r < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "reading from the sandbox");
+        if (r == 0)
+            return fb_errf(err, FB_EXIT_SETUP, "the sandbox died during set-up");
+        if (m.type == FB_MSG_ERR)
+            return fb_errf(err, m.code ? m.code : FB_EXIT_SETUP, "%s%s", m.text,
+                           layer_hint(m.text));
         if (m.type == FB_MSG_NETFDS) {
             if (egress_start(p, fds, nfds, &sb->egress, err) < 0)
-                goto fail_child;
-            continue;
-        }
-        if (m.type == FB_MSG_SCRATCH && nfds == 1 && sb->scratch_fd < 0) {
-            sb->scratch_fd = fds[0]; /* fstatfs()ed, and filled by a seed */
-            if (sb->cow) {
-                sb->cow->scratch = sb->scratch_fd; /* snapshots live there */
-                sb->cow->cg = sb->cg;
-            }
-            if (p->seed_scratch) {
-                struct fb_msg go2 = {.type = FB_MSG_GO};
-                if (!seed || seed->fill(seed->arg, sb->scratch_fd, sb, err) < 0)
-                    goto fail_child;
-                if (ctl_send(sb->ctl, &go2, NULL, 0) < 0) {
-                    fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
-                    goto fail_child;
-                }
-                if (late_cg)
-                    cgroup_late_send(sb, &lcg);
-                if (seccomp_job_send(&scj, sb->ctl, err) < 0)
-                    goto fail_child;
-            }
-            continue;
-        }
-        if (m.type == FB_MSG_SECCOMP_FD && nfds == 1 && sb->seccomp_fd < 0) {
+                return -1;
+        } else if (m.type == FB_MSG_SCRATCH && nfds == 1 && sb->scratch_fd < 0) {
+            if (on_scratch(st, fds[0], err) < 0)
+                return -1;
+        } else if (m.type == FB_MSG_SECCOMP_FD && nfds == 1 && sb->seccomp_fd < 0) {
             sb->seccomp_fd = fds[0]; /* the supervisor answers it (scnotify.h) */
-            continue;
-        }
-        if (m.type == FB_MSG_COW) {
-            if (!sb->cow) {
-                for (size_t i = 0; i < nfds; i++)
-                    close(fds[i]);
-                continue;
-            }
+        } else if (m.type == FB_MSG_COW && sb->cow) {
             if (cow_attach(sb->cow, fds, nfds, err) < 0)
-                goto fail_child;
-            continue;
-        }
-        if (x && x->on_msg && m.type != FB_MSG_READY) {
+                return -1;
+        } else if (x && x->on_msg && m.type != FB_MSG_READY && m.type != FB_MSG_COW) {
             if (x->on_msg(x->arg, sb->ctl, &m, fds, nfds, err) < 0)
-                goto fail_child;
-            continue;
-        }
-        for (size_t i = 0; i < nfds; i++)
-            close(fds[i]);
-        if (m.type == FB_MSG_READY) {
+                return -1;
+        } else {
+            for (size_t i = 0; i < nfds; i++)
+                close(fds[i]);
+            if (m.type != FB_MSG_READY)
+                continue;
             /* --net host has no resolver or relay; its log says so. */
             if (!sb->egress && p->net_log && egress_start(p, NULL, 0, &sb->egress, err) < 0)
-                goto fail_child;
+                return -1;
             return 0;
         }
     }
+}
+
+static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_spawn_ext *x,
+                 const struct fb_session_hooks *h, struct fb_sandbox *sb, struct fb_err *err)
+{
+    if (p->isolation == FB_ISO_LANDLOCK) { /* no namespaces: landlock_spawn.c */
+        if (x)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "a container runs in namespaces; --isolation landlock does not apply");
+        return landlock_spawn(p, mode, sb, err);
+    }
+    memset(sb, 0, sizeof *sb);
+    sb->pid = -1;
+    sb->pidfd = -1;
+    sb->ctl = -1;
+    sb->seccomp_fd = -1;
+    sb->scratch_fd = -1;
+    sb->start_ns = fb_now_ns();
+    idrange_init(&sb->ids.claim);
+    struct spawning st = {.p = p, .mode = mode, .x = x, .h = h, .sb = sb, .cgfd = -1,
+                          .pre = {.workspace_fd = -1, .cow_upper_fd = -1}};
+
+    int rc = spawn_prepare(&st, err);
+    if (rc < 0)
+        return -1; /* nothing left of it */
+    if (rc > 0 || spawn_clone(&st, err) < 0)
+        goto fail;
+    if (spawn_go(&st, err) < 0 || spawn_handshake(&st, err) < 0)
+        goto fail_child;
+    return 0;
 
 fail_child:
     add_layer_hint(err);
-    cgroup_late_close(&lcg);
-    seccomp_job_cancel(&scj);
+    cgroup_late_close(&st.lcg);
+    seccomp_job_cancel(&st.scj);
     sandbox_kill(sb);
     sandbox_release(sb);
     return -1;
 fail:
     add_layer_hint(err);
-    seccomp_job_cancel(&scj);
-    mount_layout_free(layout);
-    premounts_free(p, &pre);
+    seccomp_job_cancel(&st.scj);
+    mount_layout_free(st.layout);
+    premounts_free(p, &st.pre);
     cgroup_destroy(sb->cg);
     sb->cg = NULL;
     cow_free(sb->cow);

@@ -31,68 +31,50 @@ inject() {
 layers() { python3 scripts/layers.py "$@" > "$work/out" 2>&1; echo $? > "$work/rc"; }
 said() { grep -q -- "$1" "$work/out"; }
 
+# check NAME RC PATTERN... — the last check exited RC and said every PATTERN.
+check() {
+  local name=$1 want=$2 pat; shift 2
+  for pat in "$@"; do
+    said "$pat" || { fail "$name" "rc $(cat "$work/rc"), no '$pat': $(head -c 600 "$work/out")"; return; }
+  done
+  if [ "$(cat "$work/rc")" = "$want" ]; then ok "$name"
+  else fail "$name" "rc $(cat "$work/rc") (want $want): $(head -c 600 "$work/out")"; fi
+}
+
 layers --src src --obj build/obj
-if [ "$(cat "$work/rc")" = 0 ]; then ok "the tree as built keeps its layers"
-else fail "the tree as built keeps its layers" "$(head -c 600 "$work/out")"; fi
+check "the tree as built keeps its layers" 0 "no reference breaks them"
 
 fresh up
 inject up base zz_upcall 'void srv_log(void *, const char *, const char *, unsigned, void *);
 void zz_upcall(void) { srv_log(0, "x", 0, 0, 0); }'
 layers --src "$work/up/src" --obj "$work/up/obj"
-if [ "$(cat "$work/rc")" = 1 ] && said "base/zz_upcall.c -> .*server/server_log.c: srv_log" &&
-   said "up the order"; then
-  ok "a call from src/base into src/server fails, named file -> file: symbol"
-else
-  fail "a call from src/base into src/server fails, named file -> file: symbol" \
-    "rc $(cat "$work/rc"): $(head -c 600 "$work/out")"
-fi
+check "a call from src/base into src/server fails, named file -> file: symbol" 1 \
+  "base/zz_upcall.c -> .*server/server_log.c: srv_log" "up the order"
 
 fresh across
 inject across cow zz_across 'struct fb_egress; void egress_free(struct fb_egress *);
 void zz_across(void) { egress_free(0); }'
 layers --src "$work/across/src" --obj "$work/across/obj"
-if [ "$(cat "$work/rc")" = 1 ] && said "cow/zz_across.c -> .*egress/egress.c: egress_free" &&
-   said "across, not declared"; then
-  ok "a call across, from src/cow into src/egress (not declared), fails"
-else
-  fail "a call across, from src/cow into src/egress (not declared), fails" \
-    "rc $(cat "$work/rc"): $(head -c 600 "$work/out")"
-fi
+check "a call across, from src/cow into src/egress (not declared), fails" 1 \
+  "cow/zz_across.c -> .*egress/egress.c: egress_free" "across, not declared"
 
 fresh weak
 inject weak sandbox zz_weak '__attribute__((weak)) void sess_init_main(const void *p, int ctl) { (void)p; (void)ctl; }'
 layers --src "$work/weak/src" --obj "$work/weak/obj"
-if [ "$(cat "$work/rc")" = 1 ] && said "sandbox/zz_weak.c -> .*server/sess_init.c: sess_init_main"; then
-  ok "a weak definition in src/sandbox that the server replaces is a call up"
-else
-  fail "a weak definition in src/sandbox that the server replaces is a call up" \
-    "rc $(cat "$work/rc"): $(head -c 600 "$work/out")"
-fi
+check "a weak definition in src/sandbox that the server replaces is a call up" 1 \
+  "sandbox/zz_weak.c -> .*server/sess_init.c: sess_init_main"
 
 fresh folder
 mkdir -p "$work/folder/src/newthing"
 printf 'int zz_new(void) { return 0; }\n' > "$work/folder/src/newthing/zz_new.c"
 layers --src "$work/folder/src" --obj "$work/folder/obj"
-if [ "$(cat "$work/rc")" = 2 ] && said "src/newthing/ is not listed"; then
-  ok "a folder that src/LAYERS does not list is refused (exit 2)"
-else
-  fail "a folder that src/LAYERS does not list is refused (exit 2)" \
-    "rc $(cat "$work/rc"): $(head -c 600 "$work/out")"
-fi
+check "a folder that src/LAYERS does not list is refused (exit 2)" 2 "src/newthing/ is not listed"
 
 fresh cycle
 sed -i 's/^base:.*/base: server/' "$work/cycle/src/LAYERS"
 layers --src "$work/cycle/src" --obj "$work/cycle/obj"
-if [ "$(cat "$work/rc")" = 2 ] && said "base may call server, which is not listed before it"; then
-  ok "a src/LAYERS whose order has a cycle is refused (exit 2)"
-else
-  fail "a src/LAYERS whose order has a cycle is refused (exit 2)" \
-    "rc $(cat "$work/rc"): $(head -c 600 "$work/out")"
-fi
+check "a src/LAYERS whose order has a cycle is refused (exit 2)" 2 \
+  "base may call server, which is not listed before it"
 
 layers --src src --obj "$work/none"
-if [ "$(cat "$work/rc")" = 2 ] && said "build first"; then
-  ok "no objects: says to build first (exit 2)"
-else
-  fail "no objects: says to build first (exit 2)" "rc $(cat "$work/rc"): $(head -c 300 "$work/out")"
-fi
+check "no objects: says to build first (exit 2)" 2 "build first"

@@ -63,7 +63,7 @@ static void combinations(void)
     CHECK(policy_finish(&p, &ce, &err) < 0 && strstr(err.msg, "proxy"),
           "an allowed port equal to the proxy port is an error");
     uint16_t ports[FB_NET_MAX_PORTS];
-    CHECK(net_allowed_ports(&p, ports, FB_NET_MAX_PORTS) == 3, "ports: 80, 443 and 3128");
+    CHECK(policy_allowed_ports(&p, ports, FB_NET_MAX_PORTS) == 3, "ports: 80, 443 and 3128");
     policy_free(&p);
 }
 
