@@ -3,8 +3,8 @@
 #   make demo       build and run a real example in a sandbox
 #   make check      build (normal and ASan/UBSan), check the layers and run
 #                   every test
-#   make layers     the subsystem folders call each other only as src/LAYERS
-#                   says (reads the built objects' symbols)
+#   make layers     the subsystem folders call each other only as
+#                   scripts/layers.txt says (reads the built objects' symbols)
 #   make check-kernels  the Linux 6.1 / cgroup v2 guest suites, with the whole
 #                   integration suite in the guest (about 30 min more)
 #   make bench      benchmarks side by side with bubblewrap and unshare
@@ -16,8 +16,8 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WERROR  ?= $(if $(CI),-Werror,)
 WARN     = -Wall -Wextra $(WERROR) -Wno-unused-parameter -Wshadow -Wformat=2 -Wno-format-nonliteral
-# The sources live in one folder per subsystem (src/LAYERS says which folder
-# may call which; `make layers` checks it). Every folder is on the quote
+# The sources live in one folder per subsystem (scripts/layers.txt says which
+# folder may call which; `make layers` checks it). Every folder is on the quote
 # include path, so a header is included by its name alone. Objects are named
 # after their source file alone: a file name is unique across src/.
 SRCDIRS := src $(sort $(patsubst %/,%,$(dir $(wildcard src/*/*.c src/*/*.h))))
@@ -112,7 +112,7 @@ check: fluebox build/fluebox-asan layers
 	@sh scripts/deps.sh test
 	@bash tests/run.sh
 
-# The subsystem folders call each other only as src/LAYERS declares
+# The subsystem folders call each other only as scripts/layers.txt declares
 # (scripts/layers.py reads the built objects' symbols).
 layers: fluebox
 	@python3 scripts/layers.py --src src --obj build/obj

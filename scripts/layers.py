@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """layers.py — `make layers`: checks that the subsystem folders of src/ call
-each other only as src/LAYERS declares.
+each other only as scripts/layers.txt declares.
 
 It reads the symbols of the built objects (nm), not the #include lines: a
 reference counts whether it comes through a header, an extern declared by
 hand, a weak symbol or a function pointer's initialiser. Each object is
 placed in the folder of its source file (build/obj/NAME.o comes from
 src/FOLDER/NAME.c; src/main.c is the folder "main"); the objects generated
-into build/ are named in src/LAYERS too.
+into build/ are named in scripts/layers.txt too.
 
 It fails, naming every offending reference as
 
@@ -15,13 +15,13 @@ It fails, naming every offending reference as
 
 when a file calls (or reads the data of, or has a weak definition replaced
 by) a file in a folder that its own folder may not call: one above it in the order, or beside it where the line
-does not declare it. It also fails when src/LAYERS does not describe the
+does not declare it. It also fails when the layers file does not describe the
 tree: a folder of src/ it does not list, a listed folder that may call one
 listed after it (the order must have no cycle), or an object it cannot place.
 
-Usage: layers.py [--src DIR] [--obj DIR] [--layers FILE]
+Usage: layers.py [--src DIR] [--obj DIR] [--layers FILE]  (FILE: scripts/layers.txt)
 Exit: 0 clean, 1 a reference breaks the layers, 2 the check itself cannot
-run (no objects, no nm, a malformed src/LAYERS)."""
+run (no objects, no nm, a malformed layers file)."""
 
 import argparse
 import os
@@ -122,7 +122,7 @@ def main():
     ap.add_argument("--obj", default="build/obj")
     ap.add_argument("--layers", default=None)
     a = ap.parse_args()
-    layers = a.layers or os.path.join(a.src, "LAYERS")
+    layers = a.layers or os.path.relpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "layers.txt"))
     order, may, generated = read_layers(layers)
 
     sources = source_files(a.src)

@@ -1,11 +1,11 @@
 #!/bin/bash
 # tests/suites/layers.sh — `make layers` (scripts/layers.py) keeps the
-# subsystem folders of src/ in the order src/LAYERS declares: the real tree
+# subsystem folders of src/ in the order scripts/layers.txt declares: the real tree
 # passes, and each way of breaking it is caught by name. The breaking calls
 # are compiled into a copy of the objects and a copy of src/ (the checkout
 # is never touched): a call from src/base up into src/server, a call across
 # between two folders that may not call each other (cow into egress), a weak
-# definition in src/sandbox replaced by the server's, and src/LAYERS files
+# definition in src/sandbox replaced by the server's, and layers files
 # that do not describe the tree.
 cd "$(dirname "$0")/../.." || exit 1
 : "${FB:=$(pwd)/fluebox}"
@@ -68,12 +68,12 @@ fresh folder
 mkdir -p "$work/folder/src/newthing"
 printf 'int zz_new(void) { return 0; }\n' > "$work/folder/src/newthing/zz_new.c"
 layers --src "$work/folder/src" --obj "$work/folder/obj"
-check "a folder that src/LAYERS does not list is refused (exit 2)" 2 "src/newthing/ is not listed"
+check "a folder that the layers file does not list is refused (exit 2)" 2 "src/newthing/ is not listed"
 
 fresh cycle
-sed -i 's/^base:.*/base: server/' "$work/cycle/src/LAYERS"
-layers --src "$work/cycle/src" --obj "$work/cycle/obj"
-check "a src/LAYERS whose order has a cycle is refused (exit 2)" 2 \
+sed 's/^base:.*/base: server/' scripts/layers.txt > "$work/cycle/layers.txt"
+layers --src "$work/cycle/src" --obj "$work/cycle/obj" --layers "$work/cycle/layers.txt"
+check "a layers file whose order has a cycle is refused (exit 2)" 2 \
   "base may call server, which is not listed before it"
 
 layers --src src --obj "$work/none"
