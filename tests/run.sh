@@ -25,7 +25,9 @@
 #   extended globs: FB_ONLY='@(unit|30-*)');
 #   FB_NO_ASAN=1 skips the sanitizer passes; VERBOSE=1 prints every result;
 #   CI=true turns missing-tool skips into failures; FB_SUITE_TIMEOUT=SECONDS
-#   replaces every suite's timeout (make check-kernels).
+#   replaces every suite's timeout (make check-kernels); FB_SERIAL=1 runs the
+#   side lane (the guest-kernel suites, tests/suites/vm-*, which otherwise
+#   run in the background beside the rest) in line.
 # Usage: tests/run.sh [--suites FILE...]   (--suites: only these programs, run
 #   as suites with FB set — what the self-test uses)
 set -u
@@ -54,17 +56,22 @@ suite_timeout() {
   echo "${t:-$2}"
 }
 
-# run_suite LABEL TIMEOUT CMD... — runs one suite (environment as given),
-# reads its results (tap_read) and adds them up.
-run_suite() {
-  local label=$1 secs=$2 rc t0 t1 line; shift 2
-  NSUITE=$((NSUITE + 1))
-  local out=$W/$NSUITE.out err=$W/$NSUITE.err
+# suite_exec OUT ERR TIMEOUT CMD... — runs one suite to its files; prints
+# "RC MS" (its exit status, its time).
+suite_exec() {
+  local out=$1 err=$2 secs=$3 rc t0 t1; shift 3
   t0=$(date +%s%N)
   timeout -k 10 "$secs" "$@" > "$out" 2> "$err" < /dev/null; rc=$?
   t1=$(date +%s%N)
   # timeout exits 137 when its TERM was not enough and it sent KILL.
   [ "$rc" = 137 ] && [ $(( (t1 - t0) / 1000000000 )) -ge "$secs" ] && rc=124
+  echo "$rc $(( (t1 - t0) / 1000000 ))"
+}
+
+# account LABEL OUT ERR RC MS — reads a suite's results (tap_read) and adds
+# them up.
+account() {
+  local label=$1 out=$2 err=$3 rc=$4 ms=$5 line
   tap_read "$out" "$rc"
   local fail=$TAP_FAIL
   for line in "${TAP_FAILED[@]+"${TAP_FAILED[@]}"}"; do
@@ -87,11 +94,52 @@ run_suite() {
   fi
   [ -n "${VERBOSE:-}" ] && for line in "${TAP_RESULTS[@]+"${TAP_RESULTS[@]}"}"; do echo "  [$label] $line"; done
   PASS=$((PASS + TAP_PASS)); FAIL=$((FAIL + fail)); SKIP=$((SKIP + TAP_SKIP))
-  local ms=$(( (t1 - t0) / 1000000 ))
   printf '  %-34s %4d passed %3d failed %3d skipped %7.1f s\n' "$label" "$TAP_PASS" "$fail" "$TAP_SKIP" "$((ms / 100))e-1"
   TIMES+=("$ms $label")
   return 0
 }
+
+# run_suite LABEL TIMEOUT CMD... — runs one suite now and adds up its results.
+run_suite() {
+  local label=$1 secs=$2 r; shift 2
+  NSUITE=$((NSUITE + 1))
+  local out=$W/$NSUITE.out err=$W/$NSUITE.err
+  r=$(suite_exec "$out" "$err" "$secs" "$@")
+  account "$label" "$out" "$err" ${r% *} ${r#* }
+}
+
+# The side lane: suites that share nothing with the others (a guest kernel
+# of their own: tests/suites/vm-*) run one after another in the background
+# while the rest run, and are accounted at the end, in order. FB_SERIAL=1
+# runs everything in line.
+SIDE=(); SIDE_PID=""
+side_suite() { # LABEL TIMEOUT CMD... (queued; started by side_start)
+  NSUITE=$((NSUITE + 1))
+  SIDE+=("$NSUITE" "$1" "$2" "$(printf '%q ' "${@:3}")")
+}
+side_start() {
+  [ ${#SIDE[@]} -gt 0 ] || return 0
+  (
+    local i
+    for ((i = 0; i < ${#SIDE[@]}; i += 4)); do
+      local n=${SIDE[i]}
+      eval "suite_exec '$W/$n.out' '$W/$n.err' '${SIDE[i+2]}' ${SIDE[i+3]}" > "$W/$n.rc"
+    done
+  ) &
+  SIDE_PID=$!
+}
+side_collect() {
+  [ -n "$SIDE_PID" ] || return 0
+  echo "-- the side lane (run beside the others)"
+  wait "$SIDE_PID"
+  local i
+  for ((i = 0; i < ${#SIDE[@]}; i += 4)); do
+    local n=${SIDE[i]} r
+    r=$(cat "$W/$n.rc" 2>/dev/null); [ -n "$r" ] || r="125 0"
+    account "${SIDE[i+1]}" "$W/$n.out" "$W/$n.err" ${r% *} ${r#* }
+  done
+}
+is_side() { [ -z "${FB_SERIAL:-}" ] && case "$1" in vm-*) return 0 ;; esac; return 1; }
 
 finish() {
   echo
@@ -199,6 +247,14 @@ run_integration() { # binary user label
 }
 
 echo "fluebox tests: $(./fluebox --version) on $(uname -sr)${CI_STRICT:+ (CI: missing tools fail)}"
+for extra in tests/suites/vm-*.sh; do
+  [ -x "$extra" ] || continue
+  name=$(basename "$extra" .sh)
+  selected "$name" && is_side "$name" || continue
+  side_suite "$name" "$(suite_timeout "$extra" 900)" \
+    env FB="$BIN/fluebox" ${ASAN:+FB_ASAN="$ASAN"} FB_AS=root T="$(scratch root)" "$extra"
+done
+side_start
 if selected selftest; then
   echo "-- the runner's self-test"
   run_suite selftest 300 env FB="$BIN/fluebox" T="$(scratch root)" bash tests/selftest/run.sh
@@ -232,6 +288,7 @@ for extra in tests/probes/run.sh tests/suites/*.sh; do
   [ -e "$extra" ] || continue
   name=$(basename "$extra" .sh); [ "$name" = run ] && name=probes
   selected "$name" || continue
+  is_side "$name" && continue
   if [ ! -x "$extra" ]; then   # a suite that would silently never run
     NSUITE=$((NSUITE + 1)); FAIL=$((FAIL + 1)); FAILED+=("[$name] $extra is not executable (chmod +x)")
     echo "  [$name] $extra is not executable (chmod +x)"; continue
@@ -241,6 +298,7 @@ for extra in tests/probes/run.sh tests/suites/*.sh; do
     env FB="$BIN/fluebox" ${ASAN:+FB_ASAN="$ASAN"} FB_AS=root T="$(scratch root)" "$extra"
 done
 
+side_collect
 echo
 [ ${#TIMES[@]} -gt 0 ] && echo "the slowest suites (s):"
 printf '%s\n' "${TIMES[@]+"${TIMES[@]}"}" | sort -rn | head -n 12 | awk '{ ms = $1; $1 = ""; printf "  %7.1f %s\n", ms / 1000, $0 }'
