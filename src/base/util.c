@@ -100,8 +100,8 @@ void fb_notes_print(struct fb_notes *notes)
 {
     if (!notes)
         return;
-    char *line = notes->text, *nl;
-    while (line < notes->text + notes->len && (nl = memchr(line, '\n', notes->text + notes->len - line))) {
+    char *line = notes->text, *end = notes->text + notes->len, *nl;
+    while (line < end && (nl = memchr(line, '\n', (size_t)(end - line)))) {
         fb_warn("%.*s", (int)(nl - line), line);
         line = nl + 1;
     }
