@@ -1,8 +1,8 @@
 /* main.c — subcommand dispatch. Each subcommand lives with its concern:
  * run (here, through run/supervise.c), profile (cli/profile_cmd.c), learn
  * (cli/learn.c), serve (server/server.c), session / exec / cp (cli/client*.c),
- * oci (oci/oci.c), doctor (cli/doctor.c). scripts/layers.txt says which folder
- * may call which. */
+ * oci (oci/oci.c), doctor (cli/doctor.c), mcp (mcp/mcp.c). scripts/layers.txt
+ * says which folder may call which. */
 #include "policy_opts.h"
 #include "client.h"
 #include "commands.h"
@@ -69,6 +69,7 @@ static const struct {
     {"run", cmd_run},         {"profile", cmd_profile}, {"learn", cmd_learn},
     {"serve", cmd_serve},     {"session", cmd_session}, {"exec", cmd_exec},
     {"cp", cmd_cp},           {"oci", cmd_oci},         {"doctor", cmd_doctor},
+    {"mcp", cmd_mcp},
 };
 
 /* Called as fluebox-oci (containerd's BinaryName, Docker's runtime path):

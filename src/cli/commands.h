@@ -11,5 +11,6 @@ int cmd_exec(int argc, char **argv);    /* client.c */
 int cmd_cp(int argc, char **argv);      /* client.c */
 int cmd_oci(int argc, char **argv);     /* oci.c (also run as fluebox-oci[-PROFILE]) */
 int cmd_doctor(int argc, char **argv);  /* doctor.c */
+int cmd_mcp(int argc, char **argv);     /* mcp/mcp.c */
 
 #endif

@@ -517,6 +517,7 @@ void cli_print_usage(FILE *f)
           "       fluebox learn --out FILE [OPTIONS] -- CMD [ARGS...]\n"
           "       fluebox serve [--socket PATH] [--pool N] ...\n"
           "       fluebox session create|rm|ls|info ...   fluebox exec ID -- CMD ...   fluebox cp SRC DST\n"
+          "       fluebox mcp [OPTIONS]                 (one sandbox as an MCP server on stdio: docs/mcp.md)\n"
           "       fluebox doctor [--json] [--fix]       (what this machine offers, and what is missing)\n"
           "       fluebox --help | --version            fluebox COMMAND --help\n"
           "\n",
