@@ -176,9 +176,10 @@ static json_t *progress_token(json_t *params)
 
 static void do_call(struct mcp *m, json_t *id, json_t *params)
 {
-    const char *name = json_string_value(json_object_get(params, "name"));
+    json_t *jname = json_object_get(params, "name");
+    const char *name = json_string_value(jname);
     json_t *args = json_object_get(params, "arguments");
-    if (!name) {
+    if (!name || strlen(name) != json_string_length(jname)) {
         rpc_error(m, id, RPC_PARAMS, "tools/call: params.name (a string) is missing");
         return;
     }
@@ -255,7 +256,7 @@ static void handle_line(struct mcp *m, const char *line, size_t n)
     if (!n)
         return;
     json_error_t je;
-    json_t *msg = json_loadb(line, n, 0, &je);
+    json_t *msg = json_loadb(line, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!msg) {
         rpc_error(m, NULL, RPC_PARSE, "parse error: %s (at byte %d)", je.text, je.position);
         return;
@@ -272,6 +273,7 @@ static void handle_line(struct mcp *m, const char *line, size_t n)
     else if (id && !json_is_string(id) && !json_is_integer(id))
         rpc_error(m, NULL, RPC_INVALID, "invalid request: id must be a string or an integer");
     else if (!json_is_string(method) ||
+             strlen(json_string_value(method)) != json_string_length(method) ||
              strcmp(json_string_value(json_object_get(msg, "jsonrpc")) ?: "", "2.0"))
         rpc_error(m, id, RPC_INVALID,
                   "invalid request: needs \"jsonrpc\": \"2.0\" and a string \"method\"");
@@ -359,17 +361,18 @@ static int loop(struct mcp *m, int sfd)
             server_gone(m);
         if (m->in_eof || m->out_gone)
             return 0;
-        struct pollfd pf[4] = {
+        struct pollfd pf[5] = {
             {m->nops < MCP_MAX_PENDING && !full ? 0 : -1, POLLIN, 0},
             {m->srv_gone ? -1 : m->c.fd,
              (short)((full ? 0 : POLLIN) | (buf_pending(&m->srv_out) ? POLLOUT : 0)), 0},
             {buf_pending(&m->out) ? 1 : -1, POLLOUT, 0},
-            {sfd, POLLIN, 0}};
+            {sfd, POLLIN, 0},
+            {m->logfd, POLLIN, 0}};
         int64_t now = mcp_now_ms(), next = now + 60000;
         for (struct mcp_op *op = m->ops; op; op = op->next)
             if (op->token && op->next_progress_ms < next)
                 next = op->next_progress_ms;
-        int r = poll(pf, 4, next > now ? (int)(next - now) : 0);
+        int r = poll(pf, 5, next > now ? (int)(next - now) : 0);
         if (r < 0 && errno != EINTR) {
             fb_warn("mcp: poll: %s", strerror(errno));
             return FB_EXIT_SETUP;
@@ -378,6 +381,8 @@ static int loop(struct mcp *m, int sfd)
             return 0; /* SIGTERM, SIGINT, SIGHUP */
         if (r > 0 && pf[0].revents)
             read_stdin(m);
+        if (r > 0 && pf[4].revents)
+            mcp_backend_log(m);
         if (r > 0 && pf[1].revents & (POLLOUT | POLLERR | POLLHUP))
             mcp_srv_flush(m);
         if (r > 0 && pf[1].revents & (POLLIN | POLLERR | POLLHUP))
@@ -465,7 +470,8 @@ static int parse_args(struct mcp *m, int argc, char **argv, json_t **options)
 
 int cmd_mcp(int argc, char **argv)
 {
-    struct mcp m = {.max_output = MCP_DEFAULT_OUTPUT, .timeout_ms = MCP_DEFAULT_TIMEOUT_MS};
+    struct mcp m = {.max_output = MCP_DEFAULT_OUTPUT, .timeout_ms = MCP_DEFAULT_TIMEOUT_MS,
+                    .logfd = -1};
     m.c.fd = -1;
     json_t *options = NULL;
     int r = parse_args(&m, argc, argv, &options);

@@ -49,6 +49,8 @@ struct mcp {
     pid_t child;
     char dir[256], sock[300];
     struct cli c;          /* the connection; c.fd non-blocking */
+    int logfd;             /* the server's stderr, -1 once it ended */
+    struct fb_buf log;
     struct fb_buf srv_out; /* requests not yet written to the server */
     bool srv_gone;
     char *sid;             /* the session */
@@ -66,6 +68,8 @@ struct mcp {
 /* mcp_backend.c */
 int mcp_backend_start(struct mcp *m, json_t *options, struct fb_err *err);
 void mcp_backend_stop(struct mcp *m);
+/* Pass the server's warnings on to our stderr (its JSON event log is not). */
+void mcp_backend_log(struct mcp *m);
 /* Queue one request for the server (steals params); op->srv_id is its id
  * (op NULL: an answer nobody waits for). */
 void mcp_srv_send(struct mcp *m, struct mcp_op *op, const char *method, json_t *params);

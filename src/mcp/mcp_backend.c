@@ -41,14 +41,15 @@ static int make_dir(struct mcp *m, struct fb_err *err)
     return 0;
 }
 
-static void exec_server(struct mcp *m, int ready_w)
+static void exec_server(struct mcp *m, int ready_w, int log_w)
 {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     signal(SIGPIPE, SIG_DFL);
     int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(ready_w, 3) < 0)
+    if (nul < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(log_w, 2) < 0 ||
+        dup2(ready_w, 3) < 0)
         _exit(127);
     /* --max-output is also the largest file.read: room for edit_file. The
      * exec output an agent gets is cut at m->max_output per exec. */
@@ -57,26 +58,38 @@ static void exec_server(struct mcp *m, int ready_w)
     /* stdout is the MCP channel: the server must never write to it. */
     execl("/proc/self/exe", "fluebox", "serve", "--socket", m->sock, "--ready-fd", "3",
           "--exit-with-parent", "--remove-dir", "--max-output", out, "--max-message", "40M",
-          "--max-conns", "4", (char *)NULL);
+          "--max-conns", "4", "--log-format", "json", (char *)NULL);
     _exit(127);
 }
 
 /* Start the child and wait for its "ready" (or its end). */
 static int spawn_server(struct mcp *m, struct fb_err *err)
 {
-    int p[2];
+    int p[2], l[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "mcp: pipe");
+    if (pipe2(l, O_CLOEXEC | O_NONBLOCK) < 0) {
+        close(p[0]);
+        close(p[1]);
+        return fb_errno(err, FB_EXIT_SETUP, "mcp: pipe");
+    }
     m->child = fork();
     if (m->child < 0) {
         close(p[0]);
         close(p[1]);
+        close(l[0]);
+        close(l[1]);
         m->child = 0;
         return fb_errno(err, FB_EXIT_SETUP, "mcp: fork");
     }
-    if (m->child == 0)
-        exec_server(m, p[1]);
+    if (m->child == 0) {
+        int fl = fcntl(l[1], F_GETFL);
+        fcntl(l[1], F_SETFL, fl & ~O_NONBLOCK);
+        exec_server(m, p[1], l[1]);
+    }
     close(p[1]);
+    close(l[1]);
+    m->logfd = l[0];
     char buf[16];
     size_t got = 0;
     int64_t deadline = mcp_now_ms() + 60000;
@@ -136,6 +149,40 @@ int mcp_backend_start(struct mcp *m, json_t *options, struct fb_err *err)
     return 0;
 }
 
+/* The server's stderr: its warnings (plain lines) go on to ours; its log
+ * of session events (JSON lines, --log-format json) is routine and dropped,
+ * so a client's log shows what went wrong and not every session made. */
+void mcp_backend_log(struct mcp *m)
+{
+    char buf[4096];
+    for (;;) {
+        ssize_t n = m->logfd >= 0 ? read(m->logfd, buf, sizeof buf) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0 && m->logfd >= 0) {
+                close(m->logfd);
+                m->logfd = -1;
+            }
+            break;
+        }
+        buf_append(&m->log, buf, (size_t)n);
+        for (;;) {
+            const char *h = buf_head(&m->log);
+            size_t len = buf_pending(&m->log);
+            const char *nl = len ? memchr(h, '\n', len) : NULL;
+            if (!nl && len < 65536)
+                break;
+            size_t k = nl ? (size_t)(nl - h) + 1 : len;
+            if (h[0] != '{')
+                (void)!fb_write_all(2, h, k); /* failing: nowhere to say it */
+            buf_consume(&m->log, k);
+        }
+    }
+    if (!buf_pending(&m->log))
+        buf_reset(&m->log);
+}
+
 /* SIGTERM to the server: it destroys the session (everything in it is
  * killed, its cgroup removed), removes the socket and its directory, and
  * exits. One that does not within 20 s is killed; its sandbox dies with it
@@ -163,6 +210,13 @@ void mcp_backend_stop(struct mcp *m)
         }
         m->child = 0;
     }
+    if (m->logfd >= 0) {
+        /* The server is gone: what it said is all in the pipe. */
+        int fl = fcntl(m->logfd, F_GETFL);
+        fcntl(m->logfd, F_SETFL, fl & ~O_NONBLOCK);
+        mcp_backend_log(m);
+    }
+    buf_free(&m->log);
     if (m->dir[0]) {
         /* Left only when the server could not start or was killed. */
         char lock[320];
