@@ -142,19 +142,26 @@ async function teardown() {
   check('SIGKILL of fluebox mcp: its server and sandbox go, the socket directory is removed', clean2, JSON.stringify(s2));
 }
 
+// The private servers' socket directories that exist now.
+function mcpDirs() {
+  return [process.env.XDG_RUNTIME_DIR, '/tmp'].filter(Boolean).flatMap((d) => {
+    try { return fs.readdirSync(d).filter((n) => n.startsWith('fluebox-mcp-')).map((n) => `${d}/${n}`); } catch { return []; }
+  });
+}
+
 function cli() {
   let r = spawnSync(FB, ['mcp', '--help'], { encoding: 'utf8' });
   check('fluebox mcp --help: exit 0, names the tools and the policy options', r.status === 0 && /edit_file/.test(r.stdout) && /--workspace/.test(r.stdout), r.status + r.stderr);
   r = spawnSync(FB, ['--help'], { encoding: 'utf8' });
   check('fluebox --help lists mcp', r.status === 0 && /fluebox mcp/.test(r.stdout), r.stdout.slice(0, 200));
-  const before = fs.readdirSync('/tmp').filter((d) => d.startsWith('fluebox-mcp-')).length;
+  const before = mcpDirs().length;
   r = spawnSync(FB, ['mcp', '--mem', 'lots'], { encoding: 'utf8', input: '' });
   check('a bad policy option: exit 125, one line naming it', r.status === 125 && r.stderr.trim().split('\n').length === 1 && /--mem/.test(r.stderr), r.status + r.stderr);
   r = spawnSync(FB, ['mcp', '--report', '/tmp/x.json'], { encoding: 'utf8', input: '' });
   check('an option a session cannot honour (--report): exit 125', r.status === 125 && /report/.test(r.stderr), r.status + r.stderr);
   r = spawnSync(FB, ['mcp', '--workspace', '/nonexistent/dir'], { encoding: 'utf8', input: '' });
   check('a workspace that does not exist: exit 125 with a message, nothing left',
-    r.status === 125 && /nonexistent/.test(r.stderr) && fs.readdirSync('/tmp').filter((d) => d.startsWith('fluebox-mcp-')).length === before, r.status + r.stderr);
+    r.status === 125 && /nonexistent/.test(r.stderr) && mcpDirs().length === before, r.status + r.stderr);
   r = spawnSync(FB, ['mcp', 'extra'], { encoding: 'utf8', input: '' });
   check('an operand: exit 125', r.status === 125, r.status + r.stderr);
 }
