@@ -7,7 +7,7 @@
 # bench/results/latest.json (the same numbers, machine-readable), and prints
 # the tables. Never asserts anything: the targets are reported, not enforced.
 #
-# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions fork egress"]
+# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions fork mcp egress"]
 #                     [--fluebox PATH] [--out DIR]
 #   --quick   fewer repetitions (a smoke run; numbers are noisier)
 #
@@ -22,7 +22,7 @@ FLUEBOX=${FLUEBOX:-$ROOT/fluebox}
 OUT=$HERE/results
 FBBENCH=$HERE/build/fbbench
 QUICK=0
-BENCH_GROUPS="cold cold_idle python node throughput rss sessions fork egress"
+BENCH_GROUPS="cold cold_idle python node throughput rss sessions fork mcp egress"
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -43,9 +43,9 @@ FLUEBOX=$(cd "$(dirname "$FLUEBOX")" && pwd)/$(basename "$FLUEBOX")
 
 # Repetitions: enough for a stable median and a meaningful p99 on a noisy
 # 2-core machine; --quick divides them.
-R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15 R_FORK=20
+R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15 R_FORK=20 R_MCP=300
 if [ "$QUICK" = 1 ]; then
-    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4 R_FORK=4
+    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4 R_FORK=4 R_MCP=40
 fi
 
 # ---- setup ---------------------------------------------------------------
@@ -291,6 +291,23 @@ group_fork() {
         return
     fi
     "$PYTHON" "$HERE/fork.py" --fluebox "$FLUEBOX" --reps "$R_FORK" --json "$JSONL" --md "$MD" ||
+        echo "bench: group \"$title\" failed" >&2
+}
+
+# MCP: the round trip of a tool call (exec of /bin/true) through `fluebox
+# mcp` on its stdio, beside ping and the same exec on the wire protocol
+# (bench/mcp.py).
+group_mcp() {
+    local title="mcp: a tool call's round trip through fluebox mcp"
+    if ! "$FLUEBOX" mcp --help >/dev/null 2>&1; then
+        skip "$title" "this build has no fluebox mcp"
+        return
+    fi
+    if [ -z "$PYTHON" ]; then
+        skip "$title" "no python3"
+        return
+    fi
+    "$PYTHON" "$HERE/mcp.py" --fluebox "$FLUEBOX" --reps "$R_MCP" --json "$JSONL" --md "$MD" ||
         echo "bench: group \"$title\" failed" >&2
 }
 
