@@ -2,7 +2,7 @@
  * Owns the JSON-RPC 2.0 side: newline-delimited messages on stdin and
  * stdout, initialize and protocol version negotiation, ping, tools/list and
  * tools/call dispatch, progress notifications for a call that gave a
- * progressToken, notifications/cancelled, and the single-threaded poll loop
+ * progressToken, notifications/cancelled, the command line, and the single-threaded poll loop
  * that keeps every queue bounded: a request line is at most MCP_MAX_LINE
  * (longer: an error, the line skipped), at most MCP_MAX_PENDING calls are in
  * flight (more wait in the pipe), and above MCP_OUT_HIGH bytes queued for a
@@ -153,15 +153,17 @@ static void do_initialize(struct mcp *m, json_t *id, json_t *params)
     json_t *info = json_pack("{s:s, s:s}", "name", "fluebox", "version", FB_VERSION);
     if (mcp_version_at_least(m, "2025-06-18"))
         json_object_set_new(info, "title", json_string("fluebox sandbox"));
-    char ins[512];
+    char ins[640];
     snprintf(ins, sizeof ins,
              "Every tool runs in one fluebox sandbox kept for this connection: files, /tmp "
              "and background processes persist between calls. Paths are inside the sandbox; "
              "relative ones are relative to /workspace.%s The policy (network, mounts, "
              "limits) was fixed by the host and cannot be changed from here.",
-             m->cow ? " /workspace is copy-on-write: `diff` shows what changed; the host "
-                      "decides what is committed."
-                    : "");
+             !m->cow           ? ""
+             : m->allow_commit ? " /workspace is copy-on-write: `diff` shows what changed and "
+                                 "`commit` applies it to the host directory."
+                               : " /workspace is copy-on-write: `diff` shows what changed; the "
+                                 "host directory is not changed.");
     mcp_emit(m, json_pack("{s:O, s:{s:s, s:{s:{s:b}}, s:o, s:s}}", "id", id, "result",
                           "protocolVersion", m->version, "capabilities", "tools", "listChanged",
                           0, "serverInfo", info, "instructions", ins));
@@ -406,9 +408,18 @@ static int set_max_output(void *ctx, const struct fb_opt *o, const char *v, stru
     return 0;
 }
 
+static int set_allow_commit(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    ((struct mcp *)ctx)->allow_commit = true;
+    return 0;
+}
+
 static const struct fb_opt mcp_opts[] = {
     {"max-output", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_max_output,
      "bytes kept of each exec output stream and of one read_file (default 1M)", NULL},
+    {"mcp-allow-commit", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_allow_commit,
+     "with --cow: a commit tool, so the agent may apply its changes to the host directory",
+     NULL},
 };
 
 static const char mcp_usage[] =
@@ -416,7 +427,8 @@ static const char mcp_usage[] =
     "Serves one sandbox session as a Model Context Protocol server on stdin and\n"
     "stdout (JSON-RPC 2.0, one message a line), for an agent that starts it:\n"
     "    claude mcp add fluebox -- fluebox mcp --workspace \"$PWD\" --cow\n"
-    "Tools: exec, read_file, write_file, edit_file, list_dir, and with --cow diff.\n"
+    "Tools: exec, read_file, write_file, edit_file, list_dir; with --cow diff (and\n"
+    "commit with --mcp-allow-commit: else the host alone applies the changes).\n"
     "The options below fix the sandbox's policy (those of `fluebox session\n"
     "create`); no tool can change it. --timeout sets each exec's default timeout\n"
     "(else 10 minutes). The session is created at start and destroyed, with\n"
@@ -465,6 +477,12 @@ static int parse_args(struct mcp *m, int argc, char **argv, json_t **options)
         }
     }
     opt_parsed_free(&parsed);
+    if (m->allow_commit && !m->cow) {
+        json_decref(*options);
+        fb_warn("--mcp-allow-commit needs --cow (without it the agent writes the host "
+                "directory directly)");
+        return -1;
+    }
     return 0;
 }
 

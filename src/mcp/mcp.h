@@ -4,7 +4,7 @@
  *                  initialize and version negotiation, dispatch, progress
  *                  notifications, cancellation, bounded queues, shutdown;
  *   mcp_tools.c    the tools (exec, read_file, write_file, edit_file,
- *                  list_dir, diff): their schemas, argument checks, and how
+ *                  list_dir, diff, commit): their schemas, argument checks, and how
  *                  each maps to requests of the wire protocol and back;
  *   mcp_backend.c  the private `fluebox serve` this process starts (its own
  *                  socket in a 0700 directory), the one session it creates
@@ -55,6 +55,7 @@ struct mcp {
     bool srv_gone;
     char *sid;             /* the session */
     bool cow;              /* --cow: the diff tool */
+    bool allow_commit;     /* --mcp-allow-commit: the commit tool */
     int64_t timeout_ms;    /* an exec's default timeout */
     size_t max_output;     /* --max-output */
     /* the client side (mcp.c) */

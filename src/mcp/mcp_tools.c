@@ -18,7 +18,7 @@ typedef void (*reply_fn)(struct mcp *m, struct mcp_op *op, json_t *res);
 struct tool {
     const char *name, *title, *desc;
     const char *input, *output; /* JSON Schemas */
-    bool read_only, cow_only;
+    bool read_only, cow_only, commit_only;
     start_fn start;
     reply_fn reply; /* called with the result object; errors end the call first */
 };
@@ -504,6 +504,48 @@ static void diff_reply(struct mcp *m, struct mcp_op *op, json_t *res)
     mcp_op_done(m, op, r);
 }
 
+/* ---- commit (--cow --mcp-allow-commit): the changes onto the host ---- */
+
+static int commit_start(struct mcp *m, struct mcp_op *op, char *why, size_t cap)
+{
+    json_t *p = session_params(m);
+    if (json_object_get(op->args, "paths"))
+        json_object_set(p, "paths", json_object_get(op->args, "paths"));
+    mcp_srv_send(m, op, "workspace.commit", p); /* never forced: the host's changes win */
+    return 0;
+}
+
+static void commit_reply(struct mcp *m, struct mcp_op *op, json_t *res)
+{
+    bool done = json_is_true(json_object_get(res, "committed"));
+    json_t *conf = json_object_get(res, "conflicts");
+    const char *reason = json_string_value(json_object_get(res, "reason"));
+    const char *error = json_string_value(json_object_get(res, "error"));
+    json_int_t applied = json_integer_value(json_object_get(res, "applied"));
+    struct fb_buf text = {0};
+    char head[512];
+    snprintf(head, sizeof head, "%s: %lld change(s) applied to the host workspace%s%s\n",
+             done ? "committed" : "not committed", (long long)applied,
+             reason || error ? "; " : "", reason ? reason : error ? error : "");
+    buf_append(&text, head, strlen(head));
+    size_t i;
+    json_t *c;
+    json_array_foreach(conf, i, c)
+    {
+        char line[8400];
+        snprintf(line, sizeof line, "conflict: %s: %s\n",
+                 json_string_value(json_object_get(c, "path")) ?: "?",
+                 json_string_value(json_object_get(c, "reason")) ?: "?");
+        buf_append(&text, line, strlen(line));
+    }
+    json_t *st = json_pack("{s:b, s:I, s:o}", "committed", done, "applied", applied, "conflicts",
+                           json_is_array(conf) ? json_incref(conf) : json_array());
+    if (reason || error)
+        json_object_set_new(st, "reason", json_string(reason ? reason : error));
+    mcp_op_done(m, op, result(mcp_jstr((unsigned char *)text.data, text.len), st, !done));
+    buf_free(&text);
+}
+
 /* ---- the table ---- */
 
 #define PATH_DESC "a path inside the sandbox: absolute, or relative to /workspace"
@@ -531,7 +573,7 @@ static const struct tool tools[] = {
      "\"duration_ms\":{\"type\":\"integer\"}},\"required\":[\"exit_code\",\"signal\","
      "\"timed_out\",\"stdout\",\"stderr\",\"stdout_truncated\",\"stderr_truncated\","
      "\"duration_ms\"]}",
-     false, false, exec_start, exec_reply},
+     false, false, false, exec_start, exec_reply},
     {"read_file", "Read a file",
      "Reads a file in the sandbox: text as is, binary data as base64. Long files are read in "
      "pieces with offset and length.",
@@ -543,7 +585,7 @@ static const struct tool tools[] = {
      "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf8\",\"base64\"]},\"size\":{\"type\":\"integer\"},"
      "\"offset\":{\"type\":\"integer\"},\"bytes_read\":{\"type\":\"integer\"},\"eof\":{\"type\":\"boolean\"}},"
      "\"required\":[\"path\",\"content\",\"encoding\",\"size\",\"offset\",\"bytes_read\",\"eof\"]}",
-     true, false, read_start, read_reply},
+     true, false, false, read_start, read_reply},
     {"write_file", "Write a file",
      "Writes a whole file in the sandbox (replacing it atomically), creating missing parent "
      "directories.",
@@ -553,7 +595,7 @@ static const struct tool tools[] = {
      "(default utf8)\"}},\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"bytes_written\":{\"type\":\"integer\"}},"
      "\"required\":[\"path\",\"bytes_written\"]}",
-     false, false, write_start, write_reply},
+     false, false, false, write_start, write_reply},
     {"edit_file", "Edit a file",
      "Replaces old_string by new_string in a file of the sandbox. old_string must occur exactly "
      "once (whitespace included); otherwise nothing is changed and the error says why.",
@@ -563,7 +605,7 @@ static const struct tool tools[] = {
      "\"required\":[\"path\",\"old_string\",\"new_string\"],\"additionalProperties\":false}",
      "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},\"replacements\":{\"type\":\"integer\"},"
      "\"line\":{\"type\":\"integer\"}},\"required\":[\"path\",\"replacements\",\"line\"]}",
-     false, false, edit_start, edit_reply},
+     false, false, false, edit_start, edit_reply},
     {"list_dir", "List a directory",
      "Lists a directory of the sandbox: each entry's name, type and size.",
      "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\",\"description\":\"" PATH_DESC
@@ -572,7 +614,7 @@ static const struct tool tools[] = {
      "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"},"
      "\"size\":{\"type\":\"integer\"}},\"required\":[\"name\",\"type\"]}},\"truncated\":{\"type\":\"boolean\"}},"
      "\"required\":[\"path\",\"entries\",\"truncated\"]}",
-     true, false, list_start, list_reply},
+     true, false, false, list_start, list_reply},
     {"diff", "Show the workspace's changes",
      "Shows what the sandbox changed in the copy-on-write /workspace, as a unified diff and a "
      "list. The host decides what is committed.",
@@ -582,13 +624,23 @@ static const struct tool tools[] = {
      "\"properties\":{\"path\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},\"type\":{\"type\":\"string\"}},"
      "\"required\":[\"path\",\"status\",\"type\"]}},\"counts\":{\"type\":\"object\"},\"diff\":{\"type\":\"string\"},"
      "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"changes\",\"counts\",\"diff\",\"truncated\"]}",
-     true, true, diff_start, diff_reply},
+     true, true, false, diff_start, diff_reply},
+    {"commit", "Commit the workspace's changes",
+     "Applies the sandbox's changes to the copy-on-write /workspace onto the host directory "
+     "(all, or the paths given). Nothing is applied when the host changed a file meanwhile.",
+     "{\"type\":\"object\",\"properties\":{\"paths\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+     "\"description\":\"only these workspace paths (default: all)\"}},\"additionalProperties\":false}",
+     "{\"type\":\"object\",\"properties\":{\"committed\":{\"type\":\"boolean\"},\"applied\":{\"type\":\"integer\"},"
+     "\"conflicts\":{\"type\":\"array\",\"items\":{\"type\":\"object\"}},\"reason\":{\"type\":\"string\"}},"
+     "\"required\":[\"committed\",\"applied\",\"conflicts\"]}",
+     false, true, true, commit_start, commit_reply},
 };
 
 int mcp_tool_find(const struct mcp *m, const char *name)
 {
     for (size_t i = 0; i < FB_ARRAY_LEN(tools); i++)
-        if (!strcmp(tools[i].name, name) && (!tools[i].cow_only || m->cow))
+        if (!strcmp(tools[i].name, name) && (!tools[i].cow_only || m->cow) &&
+            (!tools[i].commit_only || m->allow_commit))
             return (int)i;
     return -1;
 }
@@ -598,7 +650,7 @@ json_t *mcp_tools_list(const struct mcp *m)
     json_t *list = json_array();
     for (size_t i = 0; i < FB_ARRAY_LEN(tools); i++) {
         const struct tool *t = &tools[i];
-        if (t->cow_only && !m->cow)
+        if ((t->cow_only && !m->cow) || (t->commit_only && !m->allow_commit))
             continue;
         json_t *e = json_pack("{s:s, s:s, s:o}", "name", t->name, "description", t->desc,
                               "inputSchema", json_loads(t->input, 0, NULL));

@@ -162,6 +162,8 @@ function cli() {
   r = spawnSync(FB, ['mcp', '--workspace', '/nonexistent/dir'], { encoding: 'utf8', input: '' });
   check('a workspace that does not exist: exit 125 with a message, nothing left',
     r.status === 125 && /nonexistent/.test(r.stderr) && mcpDirs().length === before, r.status + r.stderr);
+  r = spawnSync(FB, ['mcp', '--mcp-allow-commit'], { encoding: 'utf8', input: '' });
+  check('--mcp-allow-commit without --cow: exit 125, one line', r.status === 125 && r.stderr.trim().split('\n').length === 1 && /--cow/.test(r.stderr), r.status + r.stderr);
   r = spawnSync(FB, ['mcp', 'extra'], { encoding: 'utf8', input: '' });
   check('an operand: exit 125', r.status === 125, r.status + r.stderr);
 }

@@ -153,6 +153,19 @@ async function cow() {
   const byPath = Object.fromEntries((st.changes || []).map((x) => [x.path, x.status]));
   check('--cow: diff lists the changes and shows them as a unified diff', byPath['a.txt'] === 'modified' && byPath['b.txt'] === 'added' && /-two\n\+TWO/.test(st.diff) && /\+new/.test(st.diff), JSON.stringify(r));
   check('--cow: the host workspace is untouched', fs.readFileSync(path.join(ws2, 'a.txt'), 'utf8') === 'one\ntwo\n' && !fs.existsSync(path.join(ws2, 'b.txt')));
+  check('--cow without --mcp-allow-commit: no commit tool', !names.includes('commit'), names.join(','));
+  await c.client.close();
+  check('--cow: the changes went with the session', fs.readFileSync(path.join(ws2, 'a.txt'), 'utf8') === 'one\ntwo\n' && !fs.existsSync(path.join(ws2, 'b.txt')));
+
+  c = await connect(['--workspace', ws2, '--cow', '--mcp-allow-commit']);
+  const names2 = (await c.client.listTools()).tools.map((t) => t.name);
+  await call(c.client, 'write_file', { path: 'c.txt', content: 'agent\n' });
+  await call(c.client, 'edit_file', { path: 'a.txt', old_string: 'one', new_string: 'ONE' });
+  fs.writeFileSync(path.join(ws2, 'a.txt'), 'host edit\n'); // the host changes it meanwhile
+  let r2 = await call(c.client, 'commit', {});
+  check('--mcp-allow-commit: a conflict with the host commits nothing (isError, named)', names2.includes('commit') && r2.isError && out(r2).committed === false && /a\.txt/.test(txt(r2)) && !fs.existsSync(path.join(ws2, 'c.txt')) && fs.readFileSync(path.join(ws2, 'a.txt'), 'utf8') === 'host edit\n', JSON.stringify(r2));
+  r2 = await call(c.client, 'commit', { paths: ['c.txt'] });
+  check('--mcp-allow-commit: commit of the paths given applies them to the host', !r2.isError && out(r2).committed === true && fs.readFileSync(path.join(ws2, 'c.txt'), 'utf8') === 'agent\n' && fs.readFileSync(path.join(ws2, 'a.txt'), 'utf8') === 'host edit\n', JSON.stringify(r2) + (r2.thrown ? r2.thrown.message : ''));
   await c.client.close();
 }
 
