@@ -85,6 +85,9 @@ static void op_free(struct mcp *m, struct mcp_op *op)
 
 void mcp_op_done(struct mcp *m, struct mcp_op *op, json_t *result)
 {
+    if (!op->cancelled && !result) /* an encoding failed: still one answer */
+        mcp_emit(m, json_pack("{s:O, s:{s:i, s:s}}", "id", op->rpc_id, "error", "code", -32603,
+                              "message", "internal error: cannot encode the result"));
     if (!op->cancelled && result) {
         if (!mcp_version_at_least(m, "2025-06-18"))
             json_object_del(result, "structuredContent"); /* not in older revisions */
