@@ -520,6 +520,14 @@ int cmd_mcp(int argc, char **argv)
     if (fl >= 0)
         fcntl(1, F_SETFL, fl | O_NONBLOCK);
     r = loop(&m, sfd);
+    /* What is answered already still goes out, for at most 2 s. */
+    for (int64_t until = mcp_now_ms() + 2000; buf_pending(&m.out) && !m.out_gone;) {
+        struct pollfd pf = {1, POLLOUT, 0};
+        int64_t left = until - mcp_now_ms();
+        if (left <= 0 || (poll(&pf, 1, (int)left) < 0 && errno != EINTR))
+            break;
+        write_stdout(&m);
+    }
     while (m.ops) {
         m.ops->cancelled = true;
         mcp_op_done(&m, m.ops, NULL);
