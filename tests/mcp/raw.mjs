@@ -106,6 +106,29 @@ async function flood() {
   await c.close();
 }
 
+// A client that sends calls with big output and does not read its stdout:
+// fluebox mcp stops reading the server above 8 MiB queued (the commands then
+// block on their pipes) instead of growing; once the client reads, every
+// call is answered.
+async function slowReader() {
+  const c = new Raw([]);
+  await c.init();
+  const rss = () => { try { return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${c.p.pid}/status`, 'utf8'))[1]) * 1024; } catch { return 0; } };
+  const base = rss();
+  c.p.stdout.pause();
+  const N = 40;
+  for (let i = 0; i < N; i++) c.req(3000 + i, 'tools/call', { name: 'exec', arguments: { command: 'head -c 1000000 /dev/zero | tr "\\0" x' } });
+  let peak = 0;
+  const grew = await waitFor(() => { peak = Math.max(peak, rss()); return peak - base > 40 << 20; }, 8000);
+  if (process.env.FB_MCP_ASAN) ok('a client that does not read: memory stays bounded # SKIP under ASan (its quarantine keeps freed memory)');
+  else check('a client that does not read its answers: fluebox mcp grows by less than 40 MiB (40 calls of 2 MB each as JSON)', !grew, `grew by ${(peak - base) >> 20} MiB`);
+  c.p.stdout.resume();
+  const all = await waitFor(() => c.msgs.filter((x) => x.id >= 3000).length === N, 120000);
+  const good = c.msgs.filter((x) => x.id >= 3000 && x.result && (x.result.structuredContent?.stdout?.length === 1000000 || /limit/.test(text(x))));
+  check('once it reads, every call is answered (output whole, or the per-session limit)', all && good.length === N, `${c.msgs.length} answers, ${good.length} good`);
+  await c.close();
+}
+
 async function cancel() {
   const c = new Raw([]);
   await c.init();
@@ -172,6 +195,7 @@ cli();
 await negotiation();
 await badInput();
 await flood();
+await slowReader();
 await cancel();
 await teardown();
 end();

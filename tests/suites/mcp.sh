@@ -47,7 +47,7 @@ run_all() { # PREFIX FB
 run_all "" "$FB"
 if [ -n "${FB_ASAN:-}" ] && [ -x "$FB_ASAN" ]; then
   sanitizer_logs
-  run_all "asan: " "$FB_ASAN"
+  FB_MCP_ASAN=1 run_all "asan: " "$FB_ASAN"
   no_sanitizer_reports "asan: no sanitizer report from fluebox mcp or its server"
   unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
