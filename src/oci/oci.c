@@ -257,8 +257,16 @@ static int cmd_kill(const char *root, const char *id, const char *sigs, bool all
     }
     int code = 1;
     enum oci_status s = oci_state_status(&st);
+    /* runc's outcome, which containerd and dockerd match on: kill --all of a
+     * stopped container exits 0 silently (the container is gone, as asked);
+     * a kill without --all exits 1 with "container not running" (the
+     * engines look for that text and treat the container as gone). */
+    if (s == OCI_STOPPED && all) {
+        code = 0;
+        goto out;
+    }
     if (s == OCI_STOPPED || s == OCI_CREATING) {
-        oci_log_error("container %s is not running", id);
+        oci_log_error("container not running");
         goto out;
     }
     if (all) {
@@ -276,7 +284,7 @@ static int cmd_kill(const char *root, const char *id, const char *sigs, bool all
     }
     int pidfd = (int)syscall(SYS_pidfd_open, st.pid, 0);
     if (pidfd < 0 || !oci_pid_alive(st.pid, st.pid_start)) {
-        oci_log_error("container %s is not running", id);
+        oci_log_error("container not running");
         if (pidfd >= 0)
             close(pidfd);
         goto out;

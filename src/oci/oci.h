@@ -151,6 +151,19 @@ json_t *oci_json_load(const char *path, json_error_t *je);
 int oci_spec_load(const char *bundle, const char *path, struct oci_spec *s, struct fb_err *err);
 /* A process object (process.json of exec, or config's "process"). */
 int oci_process_parse(json_t *j, struct oci_process *pr, const char *where, struct fb_err *err);
+
+/* oci_schema.c: the spec's JSON types, checked before it is read; the
+ * annotations (kept in state.json) are bounded: Kubernetes allows 256 KiB. */
+#define OCI_ANNOTATIONS_MAX (1024 * 1024)
+
+/* oci_cgview.c: /sys/fs/cgroup inside, the container's own cgroup read-only
+ * (own_ns: the container has its own cgroup namespace); empty read-only
+ * tmpfs mounts (for masking; one with the fs/cgroup mount point for /sys). */
+int oci_cgroup_view(int rootfd, const char *dst, bool own_ns, struct fb_err *err);
+int oci_empty_ro(const char *what, struct fb_err *err);
+int oci_sysfs_stub(const char *what, struct fb_err *err);
+int oci_schema_spec(json_t *j, struct fb_err *err);
+int oci_schema_process(json_t *j, const char *where, struct fb_err *err);
 void oci_process_free(struct oci_process *pr);
 void oci_spec_free(struct oci_spec *s);
 /* "CAP_SYS_ADMIN" -> 21, -1 unknown; and back. */

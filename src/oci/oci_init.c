@@ -13,8 +13,9 @@
  *     the exec's error);
  *   - keeps only CAP_KILL, loads fluebox's filters itself, and stays as the
  *     container's pid 1: signals sent to it (kill ID SIG) go to the
- *     process's group, orphans are reaped, and when the process ends init
- *     reports its status (EXIT), kills what is left and exits with the
+ *     process alone (as runc's go to its pid 1), orphans are reaped, and
+ *     when the process ends init reports its status (EXIT), kills what is
+ *     left and exits with the
  *     process's code (128+N for a signal), which is what the shim reaps.
  * If the supervisor goes away (ctl closed), init kills the container. */
 #include "oci.h"
@@ -48,6 +49,17 @@ static const char *env_get(char **env, const char *k)
     return NULL;
 }
 
+/* An errno as runc (Go) writes it: glibc's text with a lowercase first
+ * letter ("no such file or directory"). Docker and containerd match these
+ * lowercase words to map a missing command to 127 and a refused one to 126. */
+static const char *go_strerror(int e, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", strerror(e));
+    if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+        buf[0] = (char)(buf[0] - 'A' + 'a');
+    return buf;
+}
+
 static bool executable(const char *path)
 {
     struct stat st;
@@ -59,9 +71,10 @@ int oci_find_command(const struct oci_process *pr, struct fb_err *err)
     const char *cmd = pr->args[0];
     if (strchr(cmd, '/')) {
         struct stat st;
+        char eb[128];
         if (stat(cmd, &st) < 0)
             return fb_errf(err, FB_EXIT_NOTFOUND, "exec: \"%s\": stat %s: %s", cmd, cmd,
-                           strerror(errno));
+                           go_strerror(errno, eb, sizeof eb));
         return 0;
     }
     const char *path = env_get(pr->env, "PATH");
@@ -202,7 +215,8 @@ void oci_exec_process(const struct fb_policy *p, const struct oci_process *pr,
     int e = errno;
     if (code == FB_EXIT_NOTFOUND && e == ENOENT && !strchr(pr->args[0], '/'))
         die(errfd, code, "exec: \"%s\": executable file not found in $PATH", pr->args[0]);
-    die(errfd, code, "exec: \"%s\": %s", pr->args[0], strerror(e));
+    char eb[128];
+    die(errfd, code, "exec: \"%s\": %s", pr->args[0], go_strerror(e, eb, sizeof eb));
 }
 
 /* ---- init ---- */
@@ -411,9 +425,10 @@ void oci_init_main(const struct fb_policy *p, int ctl, void *arg)
         if (n != (ssize_t)sizeof si)
             continue;
         if (si.ssi_signo != SIGCHLD) {
-            /* To the process's group, so that a shell's children get it too. */
-            if (kill(-cmd, (int)si.ssi_signo) < 0)
-                kill(cmd, (int)si.ssi_signo);
+            /* To the process only, as runc's kill reaches the container's
+             * pid 1 and nothing else (kill --all is for the whole cgroup):
+             * a shell decides what its children get. */
+            kill(cmd, (int)si.ssi_signo);
             continue;
         }
         int st;

@@ -27,10 +27,11 @@
  * (a file capability written through an idmapped mount would be one host
  * root honours). Every mount is nosuid and,
  * but for devpts and the bound device nodes, nodev. sysfs is the container's
- * own, read-only, with /sys/firmware, /sys/kernel and /sys/fs/cgroup
- * covered; a "cgroup" mount is an empty read-only tmpfs: nothing of the
- * host's cgroup hierarchies is visible (the release_agent escape starts
- * there). */
+ * own, read-only, with /sys/firmware and /sys/kernel covered (in a network
+ * namespace not the container's own, an empty read-only tmpfs with only
+ * the fs/cgroup mount point); a "cgroup" mount is the container's own
+ * cgroup, read-only, through its cgroup namespace (oci_cgview.c): nothing
+ * above it of the host's hierarchies is visible. */
 #include "oci.h"
 
 #include "ctl.h"
@@ -384,14 +385,6 @@ static uint64_t attrs_of(const struct oci_mount *m, bool nodev)
     return a;
 }
 
-/* An empty read-only tmpfs (a masked directory, a cgroup mount). */
-static int empty_tmpfs(const char *what, struct fb_err *err)
-{
-    return new_fs("tmpfs", "tmpfs", "size=4k,nr_inodes=16,mode=0555",
-                  MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                  what, err);
-}
-
 static int mask_path(int rootfd, const char *path, struct fb_err *err)
 {
     struct fb_err e2;
@@ -403,7 +396,7 @@ static int mask_path(int rootfd, const char *path, struct fb_err *err)
         return fb_errno(err, FB_EXIT_SETUP, "masking %s", path);
     cleanup_close int m = -1;
     if (S_ISDIR(st.st_mode)) {
-        m = empty_tmpfs(path, err);
+        m = oci_empty_ro(path, err);
     } else {
         m = open_tree(rootfd, "dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (m < 0)
@@ -452,8 +445,8 @@ static int spec_mount(const struct fb_policy *p, const struct oci_child *c, int 
     } else if (!strcmp(m->type, "sysfs")) {
         mfd = new_fs("sysfs", m->src, NULL,
                      attrs_of(m, true) | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC, what, err);
-        if (mfd < 0 && errno == EPERM) /* a network namespace not ours */
-            mfd = empty_tmpfs(what, err);
+        if (mfd < 0 && errno == EPERM) /* a network namespace not ours: /sys is empty but */
+            mfd = oci_sysfs_stub(what, err); /* for /sys/fs/cgroup, which engines mount */
     } else if (!strcmp(m->type, "tmpfs")) {
         mfd = new_fs("tmpfs", m->src, m->data, attrs_of(m, true), what, err);
     } else if (!strcmp(m->type, "devpts")) {
@@ -463,12 +456,11 @@ static int spec_mount(const struct fb_policy *p, const struct oci_child *c, int 
         if (mfd < 0 && errno == EPERM) /* an ipc namespace not ours */
             mfd = new_fs("tmpfs", m->src, "mode=1777,size=1m", attrs_of(m, true), what, err);
     } else if (!strcmp(m->type, "cgroup") || !strcmp(m->type, "cgroup2")) {
-        mfd = empty_tmpfs(what, err);
+        return oci_cgroup_view(rootfd, m->dst, (p->namespaces & FB_NS_CGROUP) != 0, err);
     } else {
         return fb_errf(err, FB_EXIT_SETUP, "%s: mounts of type \"%s\" are not supported", what,
                        m->type);
     }
-    (void)p;
     if (mfd < 0)
         return -1;
     cleanup_close int t = mount_open_in_root(rootfd, m->dst, leaf, err);
@@ -572,6 +564,52 @@ static int spec_devices(const struct oci_spec *s, int rootfd, struct fb_err *err
     return 0;
 }
 
+/* The highest group id mapped in the container's user namespace, from
+ * its gid_map (the container's proc, under rootfd); -1 if unreadable. */
+static long long top_gid(int rootfd)
+{
+    struct open_how how = {.flags = O_RDONLY | O_CLOEXEC,
+                           .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+    int fd = (int)syscall(SYS_openat2, rootfd, "proc/self/gid_map", &how, sizeof how);
+    if (fd < 0)
+        return -1;
+    char buf[1024];
+    ssize_t n = fb_read_full(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    long long top = -1;
+    for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        unsigned long long in, out, len;
+        if (sscanf(l, "%llu %llu %llu", &in, &out, &len) == 3 && len > 0 &&
+            (long long)(in + len - 1) > top)
+            top = (long long)(in + len - 1);
+    }
+    return top;
+}
+
+/* net.ipv4.ping_group_range: Docker asks for "0 2147483647" (every group)
+ * in every spec, and the kernel refuses a group that is not mapped in the
+ * container's user namespace (fluebox maps 65,536 ids, not 2^31). No
+ * process of the container can hold an unmapped group, so the range cut
+ * at the last mapped gid allows exactly the same processes: that is what
+ * is written. A range that starts past the mapping allows nobody: "1 0",
+ * the kernel's own "nobody". */
+static const char *ping_range(const char *v, int rootfd, char *buf, size_t cap)
+{
+    unsigned long long lo, hi;
+    char extra;
+    long long top = top_gid(rootfd);
+    if (top < 0 || sscanf(v, "%llu %llu %c", &lo, &hi, &extra) != 2 || hi <= (unsigned long long)top)
+        return v;
+    if (lo > (unsigned long long)top || lo > hi)
+        snprintf(buf, cap, "1 0");
+    else
+        snprintf(buf, cap, "%llu %lld", lo, top);
+    return buf;
+}
+
 /* Namespaced sysctls only (runc's list): kernel.{msg*,sem,shm*},
  * fs.mqueue.*, kernel.hostname/domainname, and net.* in the container's own
  * network namespace. */
@@ -599,6 +637,9 @@ static int sysctls(const struct fb_policy *p, const struct oci_spec *s, int root
                 *c = '/';
         struct open_how how = {.flags = O_WRONLY | O_CLOEXEC,
                                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+        char pr[64];
+        if (!strcmp(key, "net.ipv4.ping_group_range"))
+            v = ping_range(v, rootfd, pr, sizeof pr);
         int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
         if (fd < 0)
             return fb_errno(err, FB_EXIT_SETUP, "linux.sysctl.%s", key);
@@ -638,8 +679,10 @@ static int allowlist_resolv(const struct fb_policy *p, const char *stage, int ro
     return attach_fd(src, t, "/etc/resolv.conf", err);
 }
 
-static const char *const sys_masks[] = {"/sys/firmware", "/sys/kernel", "/sys/fs/cgroup",
-                                        "/sys/power", "/sys/devices/virtual/powercap"};
+/* Not /sys/fs/cgroup: sysfs has only an empty mount point there, and a
+ * cgroup mount of the spec is the container's own view (oci_cgview.c). */
+static const char *const sys_masks[] = {"/sys/firmware", "/sys/kernel", "/sys/power",
+                                        "/sys/devices/virtual/powercap"};
 
 /* The layers and the upper tmpfs under stage, the overlay at stage/root. */
 static int overlay(const struct fb_policy *p, const struct oci_child *c, int ctl,

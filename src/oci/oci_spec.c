@@ -131,8 +131,14 @@ json_t *oci_json_load(const char *path, json_error_t *je)
     while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
         len += n;
         if (cap - len < 2) {
-            if (cap > (64u << 20))
-                break; /* far beyond any config */
+            if (cap > (64u << 20)) { /* far beyond any config */
+                if (f != stdin)
+                    fclose(f);
+                free(buf);
+                snprintf(je->text, sizeof je->text, "larger than 64 MiB");
+                je->line = 0;
+                return NULL;
+            }
             cap *= 2;
             buf = fb_xrealloc(buf, cap);
         }
@@ -239,8 +245,8 @@ int oci_process_parse(json_t *j, struct oci_process *pr, const char *where, stru
 {
     memset(pr, 0, sizeof *pr);
     pr->umask = -1;
-    if (!json_is_object(j))
-        return fb_errf(err, FB_EXIT_SETUP, "%s: expected an object", where);
+    if (oci_schema_process(j, where, err) < 0)
+        return -1;
     char what[64];
     snprintf(what, sizeof what, "%s.args", where);
     if (strv(json_object_get(j, "args"), &pr->args, what, err) < 0)
@@ -478,8 +484,8 @@ static int strlist(json_t *j, char ***out, size_t *n, const char *what, struct f
 static int parse(struct oci_spec *s, struct fb_err *err)
 {
     json_t *j = s->json;
-    if (!json_is_object(j))
-        return fb_errf(err, FB_EXIT_SETUP, "config.json: expected an object");
+    if (oci_schema_spec(j, err) < 0)
+        return -1;
     const char *ver = json_string_value(json_object_get(j, "ociVersion"));
     if (!ver || strncmp(ver, "1.", 2))
         return fb_errf(err, FB_EXIT_SETUP, "config.json: ociVersion \"%s\" is not 1.x",

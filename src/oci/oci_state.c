@@ -125,9 +125,8 @@ int oci_state_open(const char *root, const char *id, struct oci_state *st, struc
         return fb_errno(err, FB_EXIT_SETUP, "%s/%s", root, id);
     }
     /* Deleted while we waited for the lock: state.json is gone. */
-    char buf[65536];
-    ssize_t n = fb_read_fileat(st->dirfd, "state.json", buf, sizeof buf);
-    if (n < 0) {
+    int sfd = openat(st->dirfd, "state.json", O_RDONLY | O_CLOEXEC);
+    if (sfd < 0) {
         int e = errno;
         oci_state_close(st);
         if (e == ENOENT)
@@ -135,8 +134,11 @@ int oci_state_open(const char *root, const char *id, struct oci_state *st, struc
         errno = e;
         return fb_errno(err, FB_EXIT_SETUP, "reading the state of %s", id);
     }
+    /* The whole file, whatever its size: it holds the spec's annotations,
+     * which Kubernetes allows up to 256 KiB of (and create has bounded). */
     json_error_t je;
-    st->json = json_loads(buf, 0, &je);
+    st->json = json_loadfd(sfd, 0, &je);
+    close(sfd);
     if (!json_is_object(st->json)) {
         oci_state_close(st);
         return fb_errf(err, FB_EXIT_SETUP, "the state of %s is damaged: %s", id, je.text);

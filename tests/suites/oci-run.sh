@@ -145,8 +145,47 @@ badcase "a host device" "no host devices" \
     'c["linux"]["devices"]=[{"path":"/dev/sda","type":"b","major":8,"minor":0}]'
 badcase "a bind source that is not there" "/no/such/dir" \
     'c["mounts"].append({"destination":"/x","type":"bind","source":"/no/such/dir","options":["rbind"]})'
-badcase "a missing command" 'exec: "/no/such/cmd": stat /no/such/cmd' \
+# runc's exact text: dockerd maps "no such file or directory" to exit 127.
+badcase "a missing command" 'exec: "/no/such/cmd": stat /no/such/cmd: no such file or directory' \
     'c["process"]["args"]=["/no/such/cmd"]'
+badcase "a command not in PATH" 'exec: "nosuchcmd": executable file not found in $PATH' \
+    'c["process"]["args"]=["nosuchcmd"]'
+# Strict JSON types, as runc's typed decoding: the field named by its path.
+badcase "a memory limit that is a string" 'linux.resources.memory.limit: expected an integer, not a string' \
+    'c["linux"]["resources"]={"memory":{"limit":"lots"}}'
+badcase "terminal: \"yes\"" 'process.terminal: expected true or false, not a string' \
+    'c["process"]["terminal"]="yes"'
+badcase "a newline in cwd" 'process.cwd: a control character' \
+    'c["process"]["cwd"]="/tmp\nx"'
+badcase "a fractional pids limit" 'linux.resources.pids.limit: expected an integer, not a fraction' \
+    'c["linux"]["resources"]={"pids":{"limit":1e30}}'
+badcase "a uid mapping size beyond 32 bits" 'linux.uidMappings[0].size: expected an integer of 0 to 4294967295' \
+    'c["linux"]["uidMappings"]=[{"containerID":0,"hostID":0,"size":1<<40}]'
+badcase "mounts that are not an array" 'mounts: expected an array, not an object' \
+    'c["mounts"]={"x":1}'
+badcase "an annotation that is a number" 'annotations.a: expected a string, not an integer' \
+    'c["annotations"]["a"]=1'
+badcase "a 50 MB annotation" 'more than the 1024 KiB fluebox keeps' \
+    'c["annotations"]["big"]="x"*(50<<20)'
+rawcase() { # NAME WANT SHELL: config.json written by SHELL (in the bundle dir)
+    local name=$1 want=$2
+    rm -rf "$T/bad"
+    cp -r "$T/good" "$T/bad"
+    (cd "$T/bad" && eval "$3")
+    : >"$T/log.json"
+    "${O[@]}" create --bundle "$T/bad" bad >/dev/null 2>&1
+    local rc=$? msg
+    msg=$(lasterr)
+    if [ "$rc" = 1 ] && [[ $msg == *"$want"* ]]; then ok "$name: exit 1, \"$msg\""; else fail "$name" "exit $rc, log: $msg"; fi
+    nothing_left "$name"
+}
+rawcase "a truncated config.json" "config.json:" 'head -c 300 config.json > c2 && mv c2 config.json'
+cat >"$T/deep.py" <<'EOF2'
+t = open("config.json").read().rstrip()
+open("config.json", "w").write(t[:-1] + ', "x": ' + "[" * 5000 + "]" * 5000 + "}")
+EOF2
+rawcase "deep nesting" "maximum parsing depth" 'python3 "$T/deep.py"'
+rawcase "a config.json that is an array" "config.json: expected an object, not an array" 'echo "[]" > config.json'
 : >"$T/log.json"
 "${O[@]}" create --bundle "$T/nobundle" nb >/dev/null 2>&1
 rc=$?
@@ -187,6 +226,75 @@ done
 "${O[@]}" delete --force life && ok "delete --force of a container already gone exits 0" || fail "delete --force of a gone id"
 nothing_left "the lifecycle"
 
+# ---- kill of a stopped container: runc's outcome, which engines match on ----
+bundle "$T/gone" true
+"${O[@]}" create --bundle "$T/gone" gone >/dev/null 2>&1
+"${O[@]}" start gone
+stopped() { [ "$("$FB" oci state gone 2>/dev/null | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')" = stopped ]; }
+wait_until 100 stopped
+"${O[@]}" kill --all gone KILL
+kall=$?
+: >"$T/log.json"
+"${O[@]}" kill gone KILL
+kone=$?
+if [ "$kall" = 0 ] && [ "$kone" = 1 ] && [ "$(lasterr)" = "container not running" ]; then
+    ok "kill of a stopped container: --all exits 0, without it exit 1 and \"container not running\" (runc's)"
+else
+    fail "kill of a stopped container" "--all: exit $kall; without: exit $kone, $(lasterr)"
+fi
+"${O[@]}" delete gone
+nothing_left "the kill of a stopped container"
+
+# ---- signals go to the process (the container's pid 1 in runc), not its group ----
+# The child (a sleep in the background) is in the process's group: after
+# kill ID TERM the shell's trap reads its state, S while it lives.
+bundle "$T/sig" sh -c 'sleep 1000 & c=$!; trap "echo child-state=\$(cut -d\" \" -f3 /proc/\$c/stat); exit 0" TERM; echo child-ready; while :; do sleep 0.05; done'
+"${O[@]}" create --bundle "$T/sig" sig >"$T/sig.out" 2>&1
+"${O[@]}" start sig
+wait_until 100 grep -q child-ready "$T/sig.out"
+"${O[@]}" kill sig TERM
+wait_until 100 grep -q child-state "$T/sig.out"
+sigstopped() { [ "$("$FB" oci state sig 2>/dev/null | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')" = stopped ]; }
+wait_until 100 sigstopped
+if grep -q "child-state=S" "$T/sig.out"; then
+    ok "kill ID TERM reaches the process alone, not its process group"
+else
+    fail "kill's signal" "$(cat "$T/sig.out")"
+fi
+"${O[@]}" delete --force sig
+nothing_left "the signal run"
+
+# ---- Docker's default sysctl: every group may ping ----
+bundle "$T/ping" cat /proc/sys/net/ipv4/ping_group_range
+edit "$T/ping" 'c["linux"]["sysctl"]={"net.ipv4.ping_group_range":"0 2147483647"}'
+: >"$T/log.json"
+"$FB" oci --log "$T/log.json" --log-format json run --bundle "$T/ping" ping >"$T/ping.out" 2>&1
+prc=$?
+if [ "$prc" = 0 ] && [ "$(tr -s '\t ' ' ' <"$T/ping.out")" = "0 65535" ]; then
+    ok "net.ipv4.ping_group_range=0 2147483647 (Docker's default) runs: every group of the 65536 mapped"
+else
+    fail "ping_group_range" "exit $prc: $(cat "$T/ping.out") $(lasterr)"
+fi
+nothing_left "the ping_group_range run"
+
+# ---- annotations beyond 64 KiB (Kubernetes allows 256 KiB): state of any size ----
+bundle "$T/ann" sleep 1000
+edit "$T/ann" 'c["annotations"].update({"k%d" % i: "v" * 1000 for i in range(300)})'
+"${O[@]}" create --bundle "$T/ann" ann >/dev/null 2>&1
+ast=$("$FB" oci state ann 2>/dev/null | python3 -c 'import json,sys;d=json.load(sys.stdin);print(d["status"], len(d["annotations"]))')
+"${O[@]}" start ann
+"${O[@]}" kill ann KILL
+annstopped() { [ "$("$FB" oci state ann 2>/dev/null | python3 -c 'import json,sys;print(json.load(sys.stdin)["status"])')" = stopped ]; }
+wait_until 100 annstopped
+"${O[@]}" delete ann
+adel=$?
+if [ "$ast" = "created 300" ] && [ "$adel" = 0 ]; then
+    ok "300 KiB of annotations: state, start, kill and delete work"
+else
+    fail "300 KiB of annotations" "state: $ast; delete: exit $adel"
+fi
+nothing_left "the annotated container"
+
 # ---- exec's rlimits: the profile's bounds, which process.json can only lower ----
 bundle "$T/rl" sleep 1000
 "${O[@]}" run --detach --bundle "$T/rl" rl >/dev/null 2>&1
@@ -221,10 +329,36 @@ edit "$T/in" 'c["mounts"] += [{"destination":"/sys","type":"sysfs","source":"sys
 read -r _ host size <<<"$(head -n 1 "$T/in.out")"
 [ "$host" -ge 1879048192 ] && [ "$size" = 65536 ] && ok "root inside is host id $host (the allocator's pool), 65536 ids mapped" || fail "id map" "$(head -n 1 "$T/in.out")"
 grep -q "^Seccomp:.*2" "$T/in.out" && ok "seccomp filter mode on" || fail "seccomp" "$(cat "$T/in.out")"
-grep -q "cgroupfiles=0 kernelfiles=0 sysfiles=[1-9]" "$T/in.out" && ok "sysfs is there, read-only, with /sys/fs/cgroup and /sys/kernel empty" ||
+grep -q "cgroupfiles=[1-9][0-9]* kernelfiles=0 sysfiles=[1-9]" "$T/in.out" && ok "sysfs is there, read-only, with /sys/kernel empty and the container's cgroup at /sys/fs/cgroup" ||
     fail "sysfs" "$(cat "$T/in.out")"
 grep -q "Read-only file system" "$T/in.out" && ok "the host's /usr bound read-only stays read-only" || fail "ro bind" "$(cat "$T/in.out")"
 nothing_left "a run"
+
+# ---- /sys/fs/cgroup: the container's own cgroup, read-only ----
+# What a JVM or Node reads to size itself; as Docker and CRI mount it, also
+# in a network namespace the container does not own (a pod's, made by CNI),
+# where sysfs itself cannot be mounted.
+cgview() { # NAME: run the cgview bundle, check what it printed
+    "$FB" oci --log "$T/log.json" --log-format json run --bundle "$T/cgv" "$1" >"$T/cgv.out" 2>&1
+    local rc=$?
+    if [ "$rc" = 0 ] && grep -qx "limit=100663296" "$T/cgv.out" && grep -qx "write=refused" "$T/cgv.out" &&
+        grep -qx "self=/" "$T/cgv.out"; then
+        ok "$1: /sys/fs/cgroup shows the container's memory limit (96 MiB), read-only, its cgroup as /"
+    else
+        fail "$1" "exit $rc: $(tr '\n' ' ' <"$T/cgv.out") $(lasterr)"
+    fi
+}
+bundle "$T/cgv" sh -c 'echo limit=$(cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max 2>/dev/null | head -n 1)
+for f in /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max; do [ -e $f ] && { echo 1 2>/dev/null >$f && echo write=done || echo write=refused; }; done
+echo self=$(sed -n "s/^[0-9]*:[^:]*memory[^:]*://p; s/^0:://p" /proc/self/cgroup | head -n 1)'
+edit "$T/cgv" 'c["mounts"] += [{"destination":"/sys","type":"sysfs","source":"sysfs","options":["ro","nosuid","nodev","noexec"]}, {"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup","options":["ro","nosuid","nodev","noexec","relatime"]}]; c["linux"]["resources"]={"memory":{"limit":100663296}}'
+cgview "cgroup view, own network namespace"
+touch "$T/podnet"
+unshare --net="$T/podnet" true
+edit "$T/cgv" "[n.update({'path': '$T/podnet'}) for n in c['linux']['namespaces'] if n['type'] == 'network']"
+cgview "cgroup view, a pod's network namespace joined by path"
+umount "$T/podnet" 2>/dev/null
+nothing_left "the cgroup views"
 
 # ---- host ids: a range of each container's own (as `fluebox run`) ----
 POOL_LO=1879048192 # 0x70000000, the allocator's pool (README: host id ranges)
