@@ -338,8 +338,8 @@ nothing_left "a run"
 # What a JVM or Node reads to size itself; as Docker and CRI mount it, also
 # in a network namespace the container does not own (a pod's, made by CNI),
 # where sysfs itself cannot be mounted.
-cgview() { # NAME: run the cgview bundle, check what it printed
-    "$FB" oci --log "$T/log.json" --log-format json run --bundle "$T/cgv" "$1" >"$T/cgv.out" 2>&1
+cgview() { # NAME ID: run the cgview bundle as ID, check what it printed
+    "$FB" oci --log "$T/log.json" --log-format json run --bundle "$T/cgv" "$2" >"$T/cgv.out" 2>&1
     local rc=$?
     if [ "$rc" = 0 ] && grep -qx "limit=100663296" "$T/cgv.out" && grep -qx "write=refused" "$T/cgv.out" &&
         grep -qx "self=/" "$T/cgv.out"; then
@@ -352,11 +352,11 @@ bundle "$T/cgv" sh -c 'echo limit=$(cat /sys/fs/cgroup/memory/memory.limit_in_by
 for f in /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory.max; do [ -e $f ] && { echo 1 2>/dev/null >$f && echo write=done || echo write=refused; }; done
 echo self=$(sed -n "s/^[0-9]*:[^:]*memory[^:]*://p; s/^0:://p" /proc/self/cgroup | head -n 1)'
 edit "$T/cgv" 'c["mounts"] += [{"destination":"/sys","type":"sysfs","source":"sysfs","options":["ro","nosuid","nodev","noexec"]}, {"destination":"/sys/fs/cgroup","type":"cgroup","source":"cgroup","options":["ro","nosuid","nodev","noexec","relatime"]}]; c["linux"]["resources"]={"memory":{"limit":100663296}}'
-cgview "cgroup view, own network namespace"
+cgview "cgroup view, own network namespace" cgv1
 touch "$T/podnet"
 unshare --net="$T/podnet" true
 edit "$T/cgv" "[n.update({'path': '$T/podnet'}) for n in c['linux']['namespaces'] if n['type'] == 'network']"
-cgview "cgroup view, a pod's network namespace joined by path"
+cgview "cgroup view, a pod's network namespace joined by path" cgv2
 umount "$T/podnet" 2>/dev/null
 nothing_left "the cgroup views"
 
