@@ -225,6 +225,29 @@ static int cmd_state(const char *root, const char *id)
     return 0;
 }
 
+/* --preserve-fds N: 3..3+N-1 go to the process, and each must be open now:
+ * a number not open would be taken by one of fluebox's own descriptors
+ * (the control socket) on the way, and reach the container. */
+static int parse_preserve(const char *v, int *n)
+{
+    *n = 0;
+    if (!v)
+        return 0;
+    uint64_t u;
+    if (fb_parse_u64(v, &u) < 0 || u > OCI_PRESERVE_MAX) {
+        oci_log_error("--preserve-fds \"%s\": a number of descriptors from 0 to %d", v,
+                      OCI_PRESERVE_MAX);
+        return -1;
+    }
+    for (int fd = 3; fd < 3 + (int)u; fd++)
+        if (fcntl(fd, F_GETFD) < 0) {
+            oci_log_error("--preserve-fds %s: descriptor %d is not open", v, fd);
+            return -1;
+        }
+    *n = (int)u;
+    return 0;
+}
+
 static int open_cgroup(const struct oci_state *st, struct fb_cgroup **cg, struct fb_err *err)
 {
     *cg = NULL;
@@ -588,7 +611,8 @@ int cmd_oci(int argc, char **argv)
         a.id = need_id(cmd, argc, argv, at);
         if (!a.id)
             return 1;
-        a.preserve_fds = preserve ? atoi(preserve) : 0;
+        if (parse_preserve(preserve, &a.preserve_fds) < 0)
+            return 1;
         return !strcmp(cmd, "run") ? cmd_run(&a, detach) : oci_create(&a);
     }
     if (!strcmp(cmd, "start") || !strcmp(cmd, "state") || !strcmp(cmd, "pause") ||
@@ -648,7 +672,8 @@ int cmd_oci(int argc, char **argv)
         a.id = need_id(cmd, argc, argv, at);
         if (!a.id)
             return 1;
-        a.preserve_fds = preserve ? atoi(preserve) : 0;
+        if (parse_preserve(preserve, &a.preserve_fds) < 0)
+            return 1;
         int k = at + 1;
         if (k < argc && !strcmp(argv[k], "--"))
             k++;

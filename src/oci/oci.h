@@ -262,8 +262,10 @@ struct oci_child {
                               ext4 mount, oci_upper.c), or -1: a tmpfs the
                               child makes (Linux 6.6+) */
     int spec_filter;       /* memfd of the spec's seccomp filter, or -1 */
+    int preserve_fds;      /* --preserve-fds: 3..3+N-1 go to the process */
     bool terminal;
 };
+#define OCI_PRESERVE_MAX 256 /* --preserve-fds at most */
 __attribute__((noreturn)) void oci_init_main(const struct fb_policy *p, int ctl, void *arg);
 
 /* oci_mount.c: in the child, with its inside ids: build the root from c and

@@ -297,8 +297,15 @@ static pid_t start_process(const struct fb_policy *p, const struct oci_child *c,
                 if (dup2(t, fd) < 0)
                     die(pfd[1], 1, "dup2: %s", strerror(errno));
         }
-        /* Everything but stdio (and the pipe, until exec) closes at exec. */
-        syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC);
+        /* Everything but stdio, the preserved descriptors (--preserve-fds,
+         * kept open across exec as runc keeps them) and the pipe (until
+         * exec) closes at exec. */
+        for (int fd = 3; fd < 3 + c->preserve_fds; fd++) {
+            int fl = fcntl(fd, F_GETFD);
+            if (fl >= 0)
+                fcntl(fd, F_SETFD, fl & ~FD_CLOEXEC);
+        }
+        syscall(SYS_close_range, 3U + (unsigned)c->preserve_fds, ~0U, CLOSE_RANGE_CLOEXEC);
         oci_exec_process(p, &c->spec->proc, progs, c->spec_filter, pfd[1]);
     }
     close(pfd[1]);
@@ -390,6 +397,8 @@ void oci_init_main(const struct fb_policy *p, int ctl, void *arg)
         ctl_sendf(ctl, FB_MSG_OCI_STARTED, code ? code : 1, "%s", why);
         _exit(code ? code : 1);
     }
+    if (c->preserve_fds > 0) /* the process has them; init holds none */
+        syscall(SYS_close_range, 3U, 3U + (unsigned)c->preserve_fds - 1, 0U);
     struct fb_msg sm = {.type = FB_MSG_OCI_STARTED, .pid = cmd};
     ctl_send(ctl, &sm, NULL, 0);
     if (keep_kill_only(&err) < 0 || seccomp_load_progs(&progs, -1, &err) < 0) {

@@ -433,6 +433,7 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
     child->spec = s;
     child->spec_filter = cr->spec_filter;
     child->terminal = s->proc.terminal;
+    child->preserve_fds = cr->a->preserve_fds;
     if (oci_mount_prepare(s, cr->uid_map, cr->gid_map, child, err) < 0 ||
         disk_upper(cr, child, err) < 0) {
         oci_mount_release(s, child);
@@ -457,8 +458,12 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
         json_array_append_new(jt, json_string(tops[i]));
     json_object_set_new(cr->st.json, "cgroup_tops", jt);
 
-    int keep[FB_ARRAY_LEN(child->lower_fds) + 2];
+    int keep[FB_ARRAY_LEN(child->lower_fds) + 2 + OCI_PRESERVE_MAX];
     size_t nk = 0;
+    /* --preserve-fds: the caller's 3..3+N-1, at the same numbers (nothing
+     * of ours took them: they were open when create started). */
+    for (int i = 0; i < child->preserve_fds && i < OCI_PRESERVE_MAX; i++)
+        keep[nk++] = 3 + i;
     for (size_t i = 0; i < child->nlower; i++)
         keep[nk++] = child->lower_fds[i];
     if (child->upper_fd >= 0)
@@ -565,6 +570,10 @@ __attribute__((noreturn)) static void supervisor(struct create *cr)
     int rc = start_sandbox(cr, &u, &child, &err);
     if (cr->spec_filter >= 0) /* the container has its copy */
         close(fb_steal_fd(cr->spec_filter));
+    /* So have the preserved descriptors: a pipe's reader sees its end when
+     * the container's process closes it, not when the supervisor goes. */
+    if (cr->a->preserve_fds > 0)
+        syscall(SYS_close_range, 3U, 3U + (unsigned)cr->a->preserve_fds - 1, 0U);
     if (rc < 0)
         goto fail;
     if (after_ready(cr, &u, &err) < 0)

@@ -264,6 +264,29 @@ fi
 "${O[@]}" delete --force sig
 nothing_left "the signal run"
 
+# ---- --preserve-fds: the caller's descriptor 3 reaches the process, and
+# only the process holds it (the reader sees its end when the process closes it) ----
+bundle "$T/pfd" sh -c 'echo through-fd-3 >&3; exec 3>&-; sleep 1000'
+mkfifo "$T/pfifo"
+("${O[@]}" run --detach --preserve-fds 1 --bundle "$T/pfd" pfd 3>"$T/pfifo" >/dev/null 2>&1 &)
+got=$(timeout 60 cat "$T/pfifo")
+grc=$?
+if [ "$grc" = 0 ] && [ "$got" = through-fd-3 ]; then
+    ok "--preserve-fds 1: descriptor 3 reaches the process, and its end reaches the reader"
+else
+    fail "--preserve-fds" "cat exit $grc, read \"$got\""
+fi
+"${O[@]}" delete --force pfd
+: >"$T/log.json"
+"${O[@]}" run --preserve-fds 40 --bundle "$T/pfd" pfd2 >/dev/null 2>&1
+prc=$?
+if [ "$prc" = 1 ] && [[ $(lasterr) == *"descriptor"*"is not open"* ]]; then
+    ok "--preserve-fds beyond the open descriptors: exit 1, $(lasterr)"
+else
+    fail "--preserve-fds beyond the open descriptors" "exit $prc: $(lasterr)"
+fi
+nothing_left "the preserve-fds runs"
+
 # ---- Docker's default sysctl: every group may ping ----
 bundle "$T/ping" cat /proc/sys/net/ipv4/ping_group_range
 edit "$T/ping" 'c["linux"]["sysctl"]={"net.ipv4.ping_group_range":"0 2147483647"}'
