@@ -14,8 +14,9 @@
  * runtime's, `update`). Without a cgroup namespace of its own (the spec
  * joins one by path) the mount would show the host's hierarchy: then, and
  * when the kernel refuses the mount, the view is an empty read-only tmpfs
- * as before. A v1 hierarchy the kernel will not mount stays an empty
- * directory. */
+ * as before. A v1 hierarchy the kernel will not mount, or one whose view
+ * would be the host's root cgroup (the container is not in a cgroup of its
+ * own there), stays an empty directory. */
 #include "oci.h"
 
 #include "mount.h"
@@ -106,6 +107,14 @@ static void v1_hierarchy(int dir, const char *ctrls)
                   : fs_mount("cgroup", ctrls, NULL, RO_ATTRS);
     if (m < 0)
         return;
+    /* A hierarchy the container's cgroup is not in (still at the host's
+     * root when its namespace was made) would show the host's whole tree:
+     * the root-only file release_agent says so, and it stays empty. */
+    struct stat st;
+    if (fstatat(m, "release_agent", &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT) {
+        close(m);
+        return;
+    }
     int t = openat(dir, dname, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (t >= 0) {
         move_mount(m, "", t, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);

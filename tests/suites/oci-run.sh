@@ -1,5 +1,5 @@
 #!/bin/bash
-# timeout: 300
+# timeout: 480
 # tests/suites/oci-run.sh — `fluebox oci` on its own (no containerd): bad
 # input fails with one clear line and leaves nothing behind; the lifecycle
 # and its states; exec, ps, pause and resume; the egress allowlist and the
