@@ -1,6 +1,7 @@
 #!/bin/sh
 # deps.sh — install the Debian packages fluebox needs, only those missing.
-#   deps.sh build   compiler, libseccomp-dev, libjansson-dev, pkg-config
+#   deps.sh build   compiler, libseccomp-dev, libjansson-dev, libssl-dev
+#                   (libcrypto: SHA-256 and Ed25519 for --record), pkg-config
 #   deps.sh test    + everything `make check` runs (tests/README.md says which
 #                   suite needs what): curl, openssl, iproute2, python3 and
 #                   python3-venv (the Python client's install test), git,
@@ -18,7 +19,7 @@
 # node and npm count as there when a node 18 or later and an npm are on PATH
 # (another packaging of node, such as nodesource's, is used as it is).
 set -e
-build="gcc make pkg-config libseccomp-dev libjansson-dev"
+build="gcc make pkg-config libseccomp-dev libjansson-dev libssl-dev"
 test="curl openssl iproute2 python3 python3-venv git procps util-linux strace
   clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs containerd runc golang-go
   python3-virtualenv python3-pytest python3-pip"

@@ -70,6 +70,7 @@ static const struct {
     {"serve", cmd_serve},     {"session", cmd_session}, {"exec", cmd_exec},
     {"cp", cmd_cp},           {"oci", cmd_oci},         {"doctor", cmd_doctor},
     {"mcp", cmd_mcp},
+    {"record", cmd_record},
 };
 
 /* Called as fluebox-oci (containerd's BinaryName, Docker's runtime path):

@@ -12,5 +12,6 @@ int cmd_cp(int argc, char **argv);      /* client.c */
 int cmd_oci(int argc, char **argv);     /* oci.c (also run as fluebox-oci[-PROFILE]) */
 int cmd_doctor(int argc, char **argv);  /* doctor.c */
 int cmd_mcp(int argc, char **argv);     /* mcp/mcp.c */
+int cmd_record(int argc, char **argv);  /* record_verify.c: verify, show */
 
 #endif

@@ -767,6 +767,15 @@ fail:
     return -1;
 }
 
+void egress_set_record(struct fb_egress *e, struct fb_record *rec)
+{
+    if (!e || !rec)
+        return;
+    if (!e->audit)
+        e->audit = audit_open(NULL, NULL);
+    audit_set_record(e->audit, rec);
+}
+
 void egress_summary(const struct fb_egress *e, struct fb_net_summary *s)
 {
     if (!e) {

@@ -20,6 +20,7 @@
 #include "netlog.h"
 
 #include "nametab.h"
+#include "record.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -55,7 +56,8 @@ struct aggtab {
 };
 
 struct fb_audit {
-    int fd;
+    int fd;                /* --net-log, or -1 */
+    struct fb_record *rec; /* --record, or NULL: gets the same lines */
     struct bucket bucket[K_NKINDS];
     struct aggtab tab[K_NKINDS];
     int64_t overflow[K_NKINDS];
@@ -75,9 +77,28 @@ static void iso_time(char *buf, size_t cap)
     snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
 }
 
+/* The same event in the flight record (which has its own time): every
+ * line but the log's "start" (the record's own start says the mode). */
+static void to_record(struct fb_audit *a, json_t *o)
+{
+    const char *ev = json_string_value(json_object_get(o, "event"));
+    if (!a->rec || !ev || !strcmp(ev, "start"))
+        return;
+    json_t *r = json_copy(o);
+    if (!strcmp(ev, "end"))
+        json_object_set_new(r, "event", json_string("net_end"));
+    record_event(a->rec, r);
+}
+
 /* Write {"time": now, ...o} as one line; consumes o. */
 static void write_line(struct fb_audit *a, json_t *o)
 {
+    to_record(a, o);
+    a->st.lines++;
+    if (a->fd < 0) {
+        json_decref(o);
+        return;
+    }
     char t[40];
     iso_time(t, sizeof t);
     json_t *line = json_object();
@@ -94,13 +115,12 @@ static void write_line(struct fb_audit *a, json_t *o)
         /* a full disk must not stop the sandbox; the report still counts */
     }
     free(s);
-    a->st.lines++;
 }
 
 struct fb_audit *audit_open(const char *path, struct fb_err *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600);
-    if (fd < 0) {
+    int fd = path ? open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0600) : -1;
+    if (path && fd < 0) {
         fb_errno(err, FB_EXIT_SETUP, "--net-log %s", path);
         return NULL;
     }
@@ -211,6 +231,12 @@ static void limited(struct fb_audit *a, enum kind k, json_t *o, json_t *extra)
         a->st.conns_aggregated++;
 }
 
+void audit_set_record(struct fb_audit *a, struct fb_record *rec)
+{
+    if (a)
+        a->rec = rec;
+}
+
 bool audit_pending(const struct fb_audit *a) { return a && a->interval_end_ns; }
 
 void audit_tick(struct fb_audit *a)
@@ -239,7 +265,8 @@ void audit_close(struct fb_audit *a, const struct fb_net_summary *s)
                           (json_int_t)a->st.conns_aggregated, "bytes_out",
                           (json_int_t)s->bytes_out, "bytes_in", (json_int_t)s->bytes_in);
     write_line(a, o);
-    close(a->fd);
+    if (a->fd >= 0)
+        close(a->fd);
     for (int k = 0; k < K_NKINDS; k++)
         free(a->tab[k].aggs);
     free(a);

@@ -32,8 +32,12 @@ struct audit_stats {
     int64_t conns_aggregated; /* refused connections counted in aggregate lines */
 };
 
-/* Open (append to) path. */
+/* Open (append to) path; NULL: no file (the lines go only to the record). */
 struct fb_audit *audit_open(const char *path, struct fb_err *err);
+/* Every line from now on goes to the flight record too (NULL: no more),
+ * rate-limited and aggregated the same way, so a flood cannot bury it. */
+struct fb_record;
+void audit_set_record(struct fb_audit *a, struct fb_record *rec);
 /* The first line of a run: {"event":"start","mode":MODE,"note":NOTE}. */
 void audit_start(struct fb_audit *a, const char *mode, const char *note);
 /* One DNS query: name as shown (NULL: unreadable), type ("A", ...; NULL when

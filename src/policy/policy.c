@@ -126,6 +126,8 @@ void policy_free(struct fb_policy *p)
     }
     free(p->resolve);
     free(p->net_log);
+    free(p->record);
+    free(p->record_key);
     policy_clear_rules(p);
     free(p->report);
     memset(p, 0, sizeof *p);
@@ -379,6 +381,8 @@ int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_er
                            "--allow-net cannot be combined with --net none");
         p->net = FB_NET_ALLOW;
     }
+    if (p->record_key && !p->record)
+        return fb_errf(err, FB_EXIT_SETUP, "--record-key signs a record: it needs --record FILE");
     if (p->net == FB_NET_HOST && !p->net_host_allowed)
         return fb_errf(err, FB_EXIT_SETUP,
                        "--net host: profile \"%s\" does not permit sharing the host network",

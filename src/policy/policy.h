@@ -205,6 +205,8 @@ struct fb_policy {
 
     /* Output. */
     char *report;          /* --report FILE|- */
+    char *record;          /* --record FILE: the flight record (record.h), created new */
+    char *record_key;      /* --record-key FILE: Ed25519 private key (PEM) that signs it */
     bool quiet;            /* suppress warnings */
 
     /* run -t: the command's stdin/stdout/stderr are a terminal of the

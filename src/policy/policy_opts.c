@@ -270,6 +270,18 @@ static int set_report(void *ctx, const struct fb_opt *o, const char *v, struct f
     return policy_set_report(POL(ctx), v, oname(o, &l), err);
 }
 
+static int set_record(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct label l;
+    return policy_set_record(POL(ctx), v, oname(o, &l), err);
+}
+
+static int set_record_key(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct label l;
+    return policy_set_record_key(POL(ctx), v, oname(o, &l), err);
+}
+
 static int set_seccomp_log(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     POL(ctx)->seccomp.log_denied = true;
@@ -378,6 +390,11 @@ const struct fb_opt cli_policy_opts[] = {
 
     {"report", 0, FB_ARG_HOST_PATH, "FILE|-", R | FB_OPT_QUIET, set_report,
      "JSON report at exit (- = stderr)", "Reporting:"},
+    {"record", 0, FB_ARG_HOST_PATH, "FILE", R, set_record,
+     "flight record: a new hash-chained JSON-lines file of what happened "
+     "(fluebox record verify/show; docs/record.md)", NULL},
+    {"record-key", 0, FB_ARG_HOST_PATH, "FILE", R, set_record_key,
+     "Ed25519 private key (PEM) that signs the record's checkpoints and end", NULL},
     {"seccomp-log", 0, FB_ARG_NONE, NULL, R, set_seccomp_log,
      "list denied system calls in the report (count, errno, process)", NULL},
     {"quiet", 'q', FB_ARG_NONE, NULL, R | FB_OPT_QUIET, set_quiet, "no warnings", NULL},
@@ -519,6 +536,7 @@ void cli_print_usage(FILE *f)
           "       fluebox session create|rm|ls|info ...   fluebox exec ID -- CMD ...   fluebox cp SRC DST\n"
           "       fluebox mcp [OPTIONS]                 (one sandbox as an MCP server on stdio: docs/mcp.md)\n"
           "       fluebox doctor [--json] [--fix]       (what this machine offers, and what is missing)\n"
+          "       fluebox record verify FILE [--key PUBKEY] | show FILE [--json]   (a --record file)\n"
           "       fluebox --help | --version            fluebox COMMAND --help\n"
           "\n",
           f);

@@ -217,6 +217,32 @@ int policy_set_net_log(struct fb_policy *p, const char *path, const char *name,
     return set_out_path(&p->net_log, path, name, err);
 }
 
+int policy_set_record(struct fb_policy *p, const char *path, const char *name, struct fb_err *err)
+{
+    struct stat st;
+    if (!strcmp(path, "-"))
+        return fb_errf(err, FB_EXIT_SETUP, "%s -: the record goes to a file", name);
+    if (lstat(path, &st) == 0)
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "%s %s: the file exists; a record is never appended to or replaced "
+                       "(give a new name)", name, path);
+    if (set_out_path(&p->record, path, name, err) < 0)
+        return -1;
+    if (!p->seccomp.learn)
+        p->seccomp.log_denied = true; /* the record lists what seccomp denied */
+    return 0;
+}
+
+int policy_set_record_key(struct fb_policy *p, const char *path, const char *name,
+                          struct fb_err *err)
+{
+    if (access(path, R_OK) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "%s %s", name, path);
+    free(p->record_key);
+    p->record_key = fb_xstrdup(path);
+    return 0;
+}
+
 int policy_set_host_id(struct fb_policy *p, uint32_t id, const char *name, struct fb_err *err)
 {
     if (id == 0)

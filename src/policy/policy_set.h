@@ -36,6 +36,12 @@ int policy_set_changes(struct fb_policy *p, const char *path, const char *name,
                        struct fb_err *err);
 int policy_set_report(struct fb_policy *p, const char *path, const char *name,
                       struct fb_err *err);
+/* --record FILE: a new file (never an existing one) in an existing
+ * directory; it also lists denied system calls (--seccomp-log). --record-key
+ * FILE: readable (record.c checks it is an Ed25519 private key). */
+int policy_set_record(struct fb_policy *p, const char *path, const char *name, struct fb_err *err);
+int policy_set_record_key(struct fb_policy *p, const char *path, const char *name,
+                          struct fb_err *err);
 int policy_set_net_log(struct fb_policy *p, const char *path, const char *name,
                        struct fb_err *err);
 

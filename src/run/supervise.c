@@ -9,6 +9,7 @@
 #include "pty.h"
 #include "report.h"
 #include "run_cow.h"
+#include "run_record.h"
 #include "scnotify.h"
 #include "spawn.h"
 
@@ -187,6 +188,7 @@ struct run {
     bool disk_killed;           /* the command was stopped for --disk */
     bool have_status, init_gone;
     int wstatus;                /* the command's, from FB_MSG_EXIT */
+    struct fb_record *rec;      /* --record, or NULL (run_record.h) */
 };
 
 static void close_fd(int *fd)
@@ -241,6 +243,7 @@ static int loop_open(struct run *r, const sigset_t *set, struct fb_err *err)
         /* Reached --disk already: the command may have run and written
          * before this loop started (a loaded machine). */
         r->disk_killed = true;
+        run_record_limit(r->rec, "disk", "the copy-on-write layer reached --disk");
         syscall(SYS_pidfd_send_signal, r->sb.pidfd, FB_SIG_KILLALL, NULL, 0);
     } else if (r->sb.cow && r->sb.cow->persistent && r->sb.cow->disk > 0) {
         r->dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -327,6 +330,7 @@ static void on_timeout(struct run *r)
         return;
     if (!r->res->timed_out) {
         r->res->timed_out = true;
+        run_record_limit(r->rec, "timeout", "--timeout expired: the command is killed");
         kill_all(r, r->tfd);
     } else {
         sandbox_kill(&r->sb);
@@ -346,6 +350,7 @@ static void on_disk(struct run *r)
         epoll_ctl(r->ep, EPOLL_CTL_DEL, r->dfd, NULL);
     } else if (cow_upper_over(r->sb.cow)) {
         r->disk_killed = true;
+        run_record_limit(r->rec, "disk", "the copy-on-write layer reached --disk");
         kill_all(r, r->dfd);
     }
 }
@@ -481,6 +486,20 @@ static void loop_close(struct run *r)
     close_fd(&r->gfd);
 }
 
+/* The record's last lines: the result when p is given (set-up failed before
+ * the usual place), then the signed end. A record that could not be
+ * completed fails the run, as a missing report does. */
+static void record_end(struct fb_record *rec, const struct fb_policy *p, struct fb_result *res)
+{
+    struct fb_err rerr = {0};
+    if (p)
+        run_record_result(rec, p, res);
+    if (run_record_close(rec, res->exit_code, &rerr) < 0) {
+        fb_warn("%s", rerr.msg);
+        res->exit_code = FB_EXIT_SETUP;
+    }
+}
+
 int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_err *err)
 {
     memset(res, 0, sizeof *res);
@@ -488,6 +507,13 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     res->seccomp_denials = -1;
     res->disk_used = -1;
     report_take_cgroup(res, NULL); /* "unknown" until measured */
+    struct fb_record *rec = NULL;
+    if (run_record_open(p, &rec, err) < 0) {
+        res->setup_failed = true;
+        res->exit_code = FB_EXIT_SETUP;
+        snprintf(res->error, sizeof res->error, "%s", err->msg);
+        return -1;
+    }
 
     /* Block the signals we forward before the child exists, so none is lost. */
     sigset_t set, old;
@@ -498,7 +524,8 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     sigprocmask(SIG_BLOCK, &set, &old);
     sigdelset(&set, SIGPIPE);
 
-    struct run r = {.p = p, .res = res, .ep = -1, .sfd = -1, .tfd = -1, .dfd = -1, .gfd = -1};
+    struct run r = {.p = p, .res = res, .ep = -1, .sfd = -1, .tfd = -1, .dfd = -1, .gfd = -1,
+                    .rec = rec};
     int spawned = sandbox_spawn(p, &r.sb, err);
     fb_notes_print(err->notes); /* the warnings of its making, once */
     if (spawned < 0) {
@@ -506,8 +533,11 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         res->setup_failed = true;
         res->exit_code = err->code ? err->code : FB_EXIT_SETUP;
         snprintf(res->error, sizeof res->error, "%s", err->msg);
+        record_end(rec, p, res);
         return -1;
     }
+    egress_set_record(r.sb.egress, rec);
+    run_record_exec(rec, p);
     if (loop_open(&r, &set, err) < 0 || loop_run(&r, err) < 0)
         goto fatal;
     tty_end(&r.tty);
@@ -518,6 +548,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     bool disk_stop = r.sb.cow && cow_upper_over(r.sb.cow);
     decide_exit(&r, &si, disk_stop);
     say_why(p, res);
+    run_record_result(rec, p, res);
     loop_close(&r);
 
     struct fb_cow *cow = fb_steal_ptr(r.sb.cow);
@@ -527,9 +558,11 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         /* The sandbox is gone, its upper layer complete: report the changes
          * and commit them if asked and the command succeeded (run_cow.c). */
         bool ok = res->status_code == 0 && !res->timed_out && !disk_stop;
+        run_record_changes(rec, cow);
         res->exit_code = cow_run_finish(p, cow, res->exit_code, ok);
         cow_free(cow);
     }
+    record_end(rec, NULL, res);
     return 0;
 
 fatal:
@@ -542,5 +575,6 @@ fatal:
     res->setup_failed = true;
     res->exit_code = FB_EXIT_SETUP;
     snprintf(res->error, sizeof res->error, "%s", err->msg);
+    record_end(rec, p, res);
     return -1;
 }
