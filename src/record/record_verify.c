@@ -50,6 +50,11 @@ static int check_header(struct chk *c, json_t *o)
 {
     const char *ev = json_string_value(json_object_get(o, "event"));
     json_t *fmt = json_object_get(o, "format");
+    if (ev && strcmp(ev, "record") && json_is_integer(json_object_get(o, "seq")) &&
+        json_is_string(json_object_get(o, "prev")))
+        return verdict(c, FB_REC_TAMPERED, "line 1: a %s line (seq %lld), not the record's "
+                       "first: lines were removed from the start", ev,
+                       (long long)json_integer_value(json_object_get(o, "seq")));
     if (!ev || strcmp(ev, "record") || !json_is_integer(fmt))
         return verdict(c, FB_REC_BAD, "not a fluebox record (its first line is not one)");
     if (json_integer_value(fmt) != FB_RECORD_FORMAT)

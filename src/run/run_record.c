@@ -73,11 +73,23 @@ static json_t *env_names(const struct fb_policy *p)
     return a;
 }
 
+/* An option as given, without the value of an --env (it may be a secret). */
+static json_t *override_json(const char *ov)
+{
+    const char *eq = strchr(ov, '=');
+    if (strncmp(ov, "--env ", 6) || !eq)
+        return json_string(ov);
+    char *s = fb_xasprintf("%.*s=(value not recorded)", (int)(eq - ov), ov);
+    json_t *j = json_string(s);
+    free(s);
+    return j;
+}
+
 static json_t *policy_json(const struct fb_policy *p)
 {
     json_t *ov = json_array();
     for (size_t i = 0; i < p->noverrides; i++)
-        json_array_append_new(ov, json_string(p->overrides[i]));
+        json_array_append_new(ov, override_json(p->overrides[i]));
     const char *ws = !p->workspace ? NULL : p->cow ? "cow" : p->workspace_ro ? "ro" : "rw";
     json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:i, s:o, s:o}", "profile",
                           str_or_null(p->profile_name), "extends", str_or_null(p->profile_extends),
