@@ -116,6 +116,9 @@ expect_err "an unreadable key (125)" 125 "--record-key $T/nokey.pem" run --recor
 expect_err "a non-Ed25519 key (125)" 125 "not an Ed25519 key" run --record "$T/k2.jsonl" --record-key "$T/ec.pem" -- true
 [ -e "$T/k2.jsonl" ] && fail "a non-Ed25519 key leaves no record" || ok "a non-Ed25519 key leaves no record"
 expect_err "a public key as --record-key (125)" 125 "not a PEM private key" run --record "$T/k3.jsonl" --record-key "$T/key.pub" -- true
+mkdir -p "$T/wsr" && chmod 777 "$T/wsr"
+expect_err "a record inside the writable workspace is refused (125)" 125 "which the sandbox can write" run --workspace "$T/wsr" --record "$T/wsr/r.jsonl" -- true
+[ -e "$T/wsr/r.jsonl" ] && fail "a refused record leaves no file" || ok "a refused record leaves no file"
 expect_err "--record-key without --record (125)" 125 "needs --record" run --record-key "$T/key.pem" -- true
 printf 'hello\nworld\n' > "$T/garbage.txt"
 verify_is "a garbage file: not a record (4)" 4 "not a fluebox record" "$T/garbage.txt"
