@@ -25,7 +25,7 @@ struct fb_record {
     int fd;
     char *path;
     int key_fd;       /* -1: unsigned */
-    EVP_PKEY *key;    /* loaded at the first signature */
+    EVP_PKEY *key;    /* only while a line is being signed */
     char pub[FB_ED25519_PUB_HEX];
     int64_t seq;      /* of the last line written */
     char prev[FB_SHA256_HEX];
@@ -56,11 +56,11 @@ static void fail(struct fb_record *r, const char *detail)
     fb_warn("%s", r->fail_msg);
 }
 
-/* The private key, read again from its descriptor the first time. */
+/* The private key, read again from its descriptor for each signature and
+ * freed (wiped) right after it: it is in memory only while a line is being
+ * signed, never when a sandbox is cloned from this process. */
 static EVP_PKEY *key(struct fb_record *r, char *why, size_t cap)
 {
-    if (r->key)
-        return r->key;
     struct fb_err err = {0};
     r->key = rc_private_key_fd(r->key_fd, "--record-key", &err);
     char pub[FB_ED25519_PUB_HEX];
@@ -104,11 +104,15 @@ static void put_line(struct fb_record *r, json_t *o, bool sign)
     char sig[FB_ED25519_SIG_HEX];
     if (k) {
         if (rc_sign_hex(k, s, n, sig) < 0) {
+            rc_free(r->key);
+            r->key = NULL;
             free(s);
             fail(r, "libcrypto could not sign");
             return;
         }
         s[n - 1] = 0; /* the closing brace */
+        rc_free(r->key);
+        r->key = NULL;
         out = fb_xasprintf("%s,\"sig\":\"%s\"}", s, sig);
         free(s);
         n = strlen(out);

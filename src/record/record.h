@@ -29,8 +29,8 @@ struct fb_record;
  * write its first line ("record": the format, fluebox's version, the public
  * key). key_path (NULL: unsigned) is an Ed25519 private key in PEM: read and
  * checked here, then forgotten; it is read again from its open descriptor
- * when the first signature is due (after the sandbox was cloned), so no
- * copy of the supervisor's memory made before then holds it. On failure
+ * for each signature and wiped right after, so no copy of the supervisor's
+ * memory (a sandbox cloned from it) holds it. On failure
  * nothing is left behind (the file is removed) and err names the problem
  * (FB_EXIT_SETUP). */
 struct fb_record *record_open(const char *path, const char *key_path, struct fb_err *err);

@@ -99,9 +99,7 @@ static EVP_PKEY *pem_key(const char *text, size_t len, bool priv, const char *wh
 
 EVP_PKEY *rc_private_key_fd(int fd, const char *what, struct fb_err *err)
 {
-    char *buf = OPENSSL_secure_malloc(PEM_MAX + 1);
-    if (!buf)
-        buf = fb_xmalloc(PEM_MAX + 1);
+    char *buf = fb_xmalloc(PEM_MAX + 1);
     size_t len = 0;
     for (;;) {
         ssize_t n = pread(fd, buf + len, PEM_MAX - len, (off_t)len);
@@ -110,7 +108,7 @@ EVP_PKEY *rc_private_key_fd(int fd, const char *what, struct fb_err *err)
         if (n < 0) {
             fb_errno(err, FB_EXIT_SETUP, "%s", what);
             OPENSSL_cleanse(buf, PEM_MAX + 1);
-            OPENSSL_secure_free(buf);
+            free(buf);
             return NULL;
         }
         if (n == 0 || (len += (size_t)n) == PEM_MAX)
@@ -123,7 +121,7 @@ EVP_PKEY *rc_private_key_fd(int fd, const char *what, struct fb_err *err)
     else
         k = pem_key(buf, len, true, what, err);
     OPENSSL_cleanse(buf, PEM_MAX + 1);
-    OPENSSL_secure_free(buf);
+    free(buf);
     return k;
 }
 
