@@ -51,9 +51,9 @@ static void fail(struct fb_record *r, const char *detail)
     if (r->failed)
         return;
     r->failed = true;
+    /* Said by record_close(), to whoever asked for the record. */
     snprintf(r->fail_msg, sizeof r->fail_msg, "--record %s: %s: the record stops after line %lld",
              r->path, detail, (long long)r->seq);
-    fb_warn("%s", r->fail_msg);
 }
 
 /* The private key, read again from its descriptor for each signature and
