@@ -1,10 +1,10 @@
 /* run_record.c — the events of `fluebox run --record` (see run_record.h):
- * turning the policy, the result and the change list into the record's JSON
- * objects. Environment variables are recorded by name only: their values
- * may be secrets. */
+ * turning the result and the change list into the record's JSON objects
+ * (the policy's summary is policy_summary.c's). */
 #include "run_record.h"
 
 #include "changes.h"
+#include "policy_summary.h"
 #include "seccomp.h"
 
 #include <limits.h>
@@ -13,101 +13,9 @@
 #include <string.h>
 
 #define CHANGES_MAX 1000 /* paths listed in "changes"; the counts are exact */
-#define ARG_MAX_REC 4096 /* bytes of one argument kept */
 
 static json_t *opt_int(int64_t v) { return v < 0 ? json_null() : json_integer(v); }
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
-
-static json_t *limits_json(const struct fb_limits *l)
-{
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "memory_bytes", opt_int(l->mem),
-                     "cpus", l->cpus > 0 ? json_real(l->cpus) : json_null(), "pids",
-                     opt_int(l->pids), "disk_bytes", opt_int(l->disk), "timeout_ms",
-                     opt_int(l->timeout_ms), "nofile", opt_int(l->nofile), "fsize_bytes",
-                     opt_int(l->fsize));
-}
-
-static json_t *mounts_json(const struct fb_policy *p)
-{
-    static const char *const kinds[] = {"ro-bind", "bind", "tmpfs", "hide"};
-    json_t *a = json_array();
-    for (size_t i = 0; i < p->nmounts; i++) {
-        const struct fb_mount *m = &p->mounts[i];
-        json_array_append_new(a, json_pack("{s:s, s:o, s:s}", "kind", kinds[m->kind], "src",
-                                           str_or_null(m->src), "dst", m->dst));
-    }
-    for (size_t i = 0; i < p->ntool_binds; i++)
-        json_array_append_new(a, json_pack("{s:s, s:o, s:o}", "kind", "ro-bind", "src",
-                                           str_or_null(p->tool_binds[i].src), "dst",
-                                           str_or_null(p->tool_binds[i].dst)));
-    return a;
-}
-
-static json_t *network_json(const struct fb_policy *p)
-{
-    static const char *const modes[] = {"none", "allow", "host"};
-    json_t *allow = json_array(), *resolve = json_array();
-    for (size_t i = 0; i < p->nallow; i++) {
-        const struct fb_allow *a = &p->allow[i];
-        char port[16] = "";
-        if (a->port)
-            snprintf(port, sizeof port, ":%u", a->port);
-        char *s = fb_xasprintf("%s%s%s", a->wildcard ? "*." : "", a->name, port);
-        json_array_append_new(allow, json_string(s));
-        free(s);
-    }
-    for (size_t i = 0; i < p->nresolve; i++)
-        json_array_append_new(resolve, json_pack("{s:s, s:s}", "name", p->resolve[i].name,
-                                                 "addr", p->resolve[i].addr));
-    return json_pack("{s:s, s:o, s:o, s:o}", "mode", modes[p->net], "allow", allow, "resolve",
-                     resolve, "proxy_port", p->proxy_port ? json_integer(p->proxy_port)
-                                                          : json_null());
-}
-
-/* Names of the variables set or passed in: never their values. */
-static json_t *env_names(const struct fb_policy *p)
-{
-    json_t *a = json_array();
-    for (size_t i = 0; i < p->nenv_set; i++)
-        json_array_append_new(a, json_stringn(p->env_set[i], strcspn(p->env_set[i], "=")));
-    for (size_t i = 0; i < p->nenv_pass; i++)
-        json_array_append_new(a, json_string(p->env_pass[i]));
-    return a;
-}
-
-/* An option as given, without the value of an --env (it may be a secret). */
-static json_t *override_json(const char *ov)
-{
-    const char *eq = strchr(ov, '=');
-    if (strncmp(ov, "--env ", 6) || !eq)
-        return json_string(ov);
-    char *s = fb_xasprintf("%.*s=(value not recorded)", (int)(eq - ov), ov);
-    json_t *j = json_string(s);
-    free(s);
-    return j;
-}
-
-static json_t *policy_json(const struct fb_policy *p)
-{
-    json_t *ov = json_array();
-    for (size_t i = 0; i < p->noverrides; i++)
-        json_array_append_new(ov, override_json(p->overrides[i]));
-    const char *ws = !p->workspace ? NULL : p->cow ? "cow" : p->workspace_ro ? "ro" : "rw";
-    json_t *o = json_pack("{s:o, s:o, s:o, s:s, s:i, s:o, s:o}", "profile",
-                          str_or_null(p->profile_name), "extends", str_or_null(p->profile_extends),
-                          "overrides", ov, "isolation",
-                          p->isolation == FB_ISO_LANDLOCK ? "landlock" : "namespaces", "uid",
-                          (int)p->uid, "workspace", str_or_null(p->workspace), "workspace_mode",
-                          str_or_null(ws));
-    json_object_set_new(o, "mounts", mounts_json(p));
-    json_object_set_new(o, "limits", limits_json(&p->limits));
-    json_object_set_new(o, "network", network_json(p));
-    json_object_set_new(o, "seccomp", json_pack("{s:b, s:i, s:b}", "enabled", p->seccomp.enabled,
-                                                "rules", (int)p->seccomp.nrules, "log_denied",
-                                                p->seccomp.log_denied));
-    json_object_set_new(o, "env_names", env_names(p));
-    return o;
-}
 
 /* Is dir (real) at or under host path w? */
 static bool under(const char *dir, const char *w)
@@ -153,7 +61,7 @@ int run_record_open(const struct fb_policy *p, struct fb_record **out, struct fb
     if (!r)
         return -1;
     record_event(r, json_pack("{s:s, s:s, s:o}", "event", "start", "command", "run", "policy",
-                              policy_json(p)));
+                              policy_summary_json(p)));
     *out = r;
     return 0;
 }
@@ -164,7 +72,7 @@ void run_record_exec(struct fb_record *r, const struct fb_policy *p)
         return;
     json_t *argv = json_array();
     for (char **a = p->argv; a && *a; a++) {
-        json_t *s = json_stringn(*a, strnlen(*a, ARG_MAX_REC));
+        json_t *s = json_stringn(*a, strnlen(*a, FB_RECORD_ARG_MAX));
         json_array_append_new(argv, s ? s : json_string("(not UTF-8)"));
     }
     record_event(r, json_pack("{s:s, s:o, s:o, s:o}", "event", "exec", "argv", argv, "path",
