@@ -769,7 +769,7 @@ fail:
 
 void egress_set_record(struct fb_egress *e, struct fb_record *rec)
 {
-    if (!e || !rec)
+    if (!e || (!rec && !e->audit))
         return;
     if (!e->audit)
         e->audit = audit_open(NULL, NULL);

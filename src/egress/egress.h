@@ -31,8 +31,9 @@ void egress_summary(const struct fb_egress *e, struct fb_net_summary *s);
 bool egress_denial_note(const struct fb_net_summary *s, char *buf, size_t cap);
 void egress_free(struct fb_egress *e);
 /* --record: every DNS query and connection from now on is recorded too,
- * through the net log's rate limit and aggregation (netlog.h). rec must
- * outlive e. Called before the sandbox runs anything (nothing is dispatched
+ * through the net log's rate limit and aggregation (netlog.h); NULL: no
+ * more (before rec is closed, when e outlives it). rec must outlive e or be
+ * detached. Called before the sandbox runs anything (nothing is dispatched
  * before the supervisor's loop). */
 struct fb_record;
 void egress_set_record(struct fb_egress *e, struct fb_record *rec);

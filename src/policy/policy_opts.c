@@ -390,10 +390,10 @@ const struct fb_opt cli_policy_opts[] = {
 
     {"report", 0, FB_ARG_HOST_PATH, "FILE|-", R | FB_OPT_QUIET, set_report,
      "JSON report at exit (- = stderr)", "Reporting:"},
-    {"record", 0, FB_ARG_HOST_PATH, "FILE", R, set_record,
+    {"record", 0, FB_ARG_HOST_PATH, "FILE", RS, set_record,
      "flight record: a new hash-chained JSON-lines file of what happened "
      "(fluebox record verify/show; docs/record.md)", NULL},
-    {"record-key", 0, FB_ARG_HOST_PATH, "FILE", R, set_record_key,
+    {"record-key", 0, FB_ARG_HOST_PATH, "FILE", RS, set_record_key,
      "Ed25519 private key (PEM) that signs the record's checkpoints and end", NULL},
     {"seccomp-log", 0, FB_ARG_NONE, NULL, R, set_seccomp_log,
      "list denied system calls in the report (count, errno, process)", NULL},

@@ -234,6 +234,13 @@ int record_close(struct fb_record *r, json_t *o, struct fb_err *err)
     return rc;
 }
 
+void record_discard(struct fb_record *r)
+{
+    if (r && r->path)
+        unlink(r->path);
+    record_abandon(r);
+}
+
 void record_abandon(struct fb_record *r)
 {
     if (!r)

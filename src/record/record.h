@@ -45,6 +45,10 @@ void record_event(struct fb_record *r, json_t *o);
  * written or signed, so a record that was asked for is known incomplete. */
 int record_close(struct fb_record *r, json_t *o, struct fb_err *err);
 
+/* Close and remove the file: nothing happened that it should keep (a
+ * request refused before it started). NULL: nothing. */
+void record_discard(struct fb_record *r);
+
 /* Close without an end line (a forked child's copy, or giving up). */
 void record_abandon(struct fb_record *r);
 

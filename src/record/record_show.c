@@ -65,6 +65,27 @@ static void net_conn(struct sum *s, json_t *o, int64_t n)
     }
 }
 
+/* A session's exec ended: its command gets an "exit" as a run's has. */
+static void exec_end(struct sum *s, json_t *o)
+{
+    json_t *cmds = json_object_get(s->o, "commands");
+    const char *id = str(o, "exec_id");
+    for (size_t i = json_array_size(cmds); id && i-- > 0;) {
+        json_t *c = json_array_get(cmds, i);
+        if (!str(c, "exec_id") || strcmp(str(c, "exec_id"), id))
+            continue;
+        json_t *sig = json_object_get(o, "signal");
+        json_object_set_new(c, "exit",
+                            json_pack("{s:O, s:O, s:O, s:O, s:O, s:O}", "status",
+                                      json_is_string(sig) ? json_null() : json_object_get(o, "exit_code"),
+                                      "signal", sig, "exit_code", json_object_get(o, "exit_code"),
+                                      "wall_ms", json_object_get(o, "duration_ms"), "stdout_bytes",
+                                      json_object_get(o, "stdout_bytes"), "stderr_bytes",
+                                      json_object_get(o, "stderr_bytes")));
+        return;
+    }
+}
+
 static void each(void *arg, int64_t line, json_t *o)
 {
     struct sum *s = arg;
@@ -78,7 +99,11 @@ static void each(void *arg, int64_t line, json_t *o)
     } else if (!strcmp(ev, "exec")) {
         json_t *c = json_pack("{s:O, s:O}", "argv", json_object_get(o, "argv"), "cwd",
                               json_object_get(o, "cwd"));
+        if (str(o, "exec_id"))
+            json_object_set(c, "exec_id", json_object_get(o, "exec_id"));
         json_array_append_new(json_object_get(s->o, "commands"), c);
+    } else if (!strcmp(ev, "exec_end")) {
+        exec_end(s, o);
     } else if (!strcmp(ev, "exit")) {
         json_t *cmds = json_object_get(s->o, "commands");
         json_t *c = json_array_get(cmds, json_array_size(cmds) - 1);

@@ -180,6 +180,7 @@ struct op {
     bool started, exited, timed_out, stream, paused;
     int status;
     struct xstream xs[2];
+    int64_t out_bytes[2]; /* stdout, stderr: bytes the command wrote (the record) */
     struct watch win;
     struct fb_buf inbuf;
     /* streaming stdin (server_stdin.c) */
@@ -419,5 +420,16 @@ void on_bulk_pipe(struct op *o);
 void file_timed_out(struct op *o);
 /* A reply from init for a file op. */
 void on_file_reply(struct op *o, json_t *h, const char *payload, size_t plen);
+
+/* ---- sess_record.c: a session's flight record (docs/record.md) ---- */
+struct fb_record;
+/* session.create's "record"/"recordKey": open it (NULL when not asked). */
+/* (and the options' --record, --record-key, taken out of pol) */
+int sess_record_open(json_t *params, struct fb_policy *pol, bool foreign, struct fb_record **out,
+                     struct proto_err *e);
+void sess_record_start(struct sess *ss);                /* the session is ready */
+void sess_record_exec(struct op *o, json_t *spec);      /* an exec was started */
+void sess_record_exec_end(struct op *o, json_t *result); /* and answered */
+void sess_record_end(struct sess *ss);                  /* the session ends */
 
 #endif

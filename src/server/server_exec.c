@@ -61,6 +61,7 @@ static const char *const stream_name[2] = {"stdout", "stderr"};
 static void exec_deliver(struct op *o, int i, const char *data, size_t n)
 {
     struct xstream *x = &o->xs[i];
+    o->out_bytes[i] += (int64_t)n;
     if (!o->c)
         return; /* nobody listens */
     if (o->stream) {
@@ -120,6 +121,7 @@ static json_t *exec_result(struct op *o)
 static void exec_reply(struct op *o)
 {
     json_t *r = exec_result(o);
+    sess_record_exec_end(o, r);
     if (o->stream || !o->c) {
         send_result(o->c, o->id, r);
         return;
@@ -525,7 +527,12 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     if (x.tty)
         json_object_set_new(h, "tty", json_pack("{s:I, s:I}", "rows", (json_int_t)x.rows, "cols",
                                                 (json_int_t)x.cols));
+    json_t *spec = json_pack("{s:O, s:O}", "argv", json_object_get(h, "argv"), "cwd",
+                             json_object_get(h, "cwd"));
     int sr = sess_send(ss, h, NULL, 0, fds, want_stdin ? 3 : 2);
+    if (sr == 0)
+        sess_record_exec(o, spec);
+    json_decref(spec);
     if (sr < 0) {
         if (sr == -1)
             send_errf(c, id, "too_large", "the command is too large");

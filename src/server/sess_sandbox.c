@@ -19,6 +19,7 @@
 #include "policy_set.h"
 #include "harden.h"
 #include "profile.h"
+#include "record.h"
 #include "toolchain.h"
 
 #include <pthread.h>
@@ -604,8 +605,10 @@ static void env_set(char ***env, const char *k, const char *v)
     (*env)[n + 1] = NULL;
 }
 
-void session_apply_params(struct fb_session *s, const struct session_params *sp)
+void session_apply_params(struct fb_session *s, struct session_params *sp)
 {
+    if (sp->rec)
+        s->rec = fb_steal_ptr(sp->rec);
     if (s->env)
         harden_free_env(s->env);
     s->env = harden_build_env(&s->pol);
@@ -676,6 +679,7 @@ void session_free(struct fb_session *s)
     free(s->label);
     json_decref(s->params);
     fork_free(s->fork);
+    record_abandon(s->rec); /* ended by sess_record_end; this only if not */
     free(s);
 }
 

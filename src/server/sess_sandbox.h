@@ -75,6 +75,7 @@ struct fb_session {
     struct fb_tool_bind *pool_binds; /* the pool's shape: the tool binds it carries */
     size_t npool_binds;
     void *srv;              /* the server's per-session state (struct sess, server.h) */
+    struct fb_record *rec;  /* session.create's "record" (sess_record.c), or NULL */
 };
 
 /* Session parameters that live beside the policy. */
@@ -85,6 +86,7 @@ struct session_params {
     const char *label; /* NULL = none */
     bool pool_ok;    /* may take from the pool (params match the pool's) */
     struct fb_notes notes; /* warnings of the policy's making (policy_finish) */
+    struct fb_record *rec; /* the record to move into the session (session_apply_params) */
 };
 
 /* What the server lets other uids ask for (fluebox serve --foreign-*), when
@@ -119,7 +121,7 @@ int session_pool_policy(struct fb_policy *p, struct fb_err *err);
 struct fb_session *session_new(void);
 void session_set_id(struct fb_session *s);
 /* Fill env/cwd/timeouts from the policy and params. */
-void session_apply_params(struct fb_session *s, const struct session_params *sp);
+void session_apply_params(struct fb_session *s, struct session_params *sp);
 /* The session's warnings as session.create's "warnings" (an array of
  * strings) on info, then forgotten: a client is told once. */
 void session_give_warnings(struct fb_session *s, json_t *info);

@@ -8,6 +8,7 @@
 
 #include "cgroup.h"
 #include "cow.h"
+#include "record.h"
 #include "sess_copy.h"
 
 #include <fcntl.h>
@@ -368,6 +369,7 @@ void sess_release(struct sess *ss)
         if (ss->wreap.fd >= 0 && w_set(ss->srv, &ss->wreap, EPOLLIN) < 0)
             w_close(ss->srv, &ss->wreap);
     }
+    sess_record_end(ss); /* before the worker frees the relay */
     ss->s->releasing = true;
     worker_submit(ss->s, WJ_RELEASE);
 }
@@ -376,6 +378,7 @@ void sess_free(struct sess *ss)
 {
     if (ss->dead)
         return;
+    sess_record_end(ss);
     ss->dead = true;
     w_close(ss->srv, &ss->wreap);
     ports_close(ss);
@@ -541,6 +544,7 @@ void sess_log_created(struct sess *ss)
         json_object_set_new(f, "copyMs", json_integer(fork_copy_ms(ss->s->fork)));
     }
     srv_log_event(ss, ss->s->fork ? "forked" : "created", f);
+    sess_record_start(ss);
 }
 
 
@@ -591,7 +595,12 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
         policy_free(&p);
         return send_out_of_fds(c, id, "no new session");
     }
+    if (sess_record_open(params, &p, foreign, &sp.rec, &e) < 0) {
+        policy_free(&p);
+        return send_error(c, id, &e);
+    }
     pool_take_or_spawn(c, id, &p, &sp, params, publish);
+    record_discard(sp.rec); /* refused before a session took it */
 }
 
 /* The worker finished spawning s. */

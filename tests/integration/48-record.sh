@@ -198,4 +198,49 @@ if [ "$RC" = 0 ] && printf %s "$OUT" | /usr/bin/python3 -c 'import json,sys; o=j
   ok "record show --json"; else fail "record show --json" "rc $RC $(printf %s "$OUT" | head -c 300) $ERR"; fi
 run_fb record show "$T/garbage.txt"
 [ "$RC" = 4 ] && ok "record show of a garbage file: 4" || fail "record show of a garbage file: 4" "rc $RC $ERR"
+# --- a session: each exec recorded, the end by session rm; a SIGKILLed server -------------
+if [ "$FB_AS" = root ]; then FBCMD=("$FB"); else
+  FBCMD=(setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups --reset-env -- env PATH="$PATH" HOME=/tmp "$FB")
+fi
+SOCK=$T/fb.sock
+"${FBCMD[@]}" serve --socket="$SOCK" --pool=1 --ready-fd 3 </dev/null >"$T/serve.out" 2>"$T/serve.err" 3>"$T/ready" &
+SRV=$!
+at_exit 'kill $SRV'
+wait_for 20 grep -q ready "$T/ready" || bail "serve did not start: $(cat "$T/serve.err")"
+SR=$T/session.jsonl
+run_fb session create --socket "$SOCK" --record "$SR" --record-key "$T/key.pem"
+SID=$OUT
+if [ "$RC" = 0 ] && [ -n "$SID" ]; then ok "session create --record"; else fail "session create --record" "rc $RC $ERR"; fi
+run_fb exec --socket "$SOCK" "$SID" -- sh -c 'echo one; echo two >&2'
+run_fb exec --socket "$SOCK" "$SID" -- sh -c 'exit 4'
+run_fb exec --socket "$SOCK" "$SID" -- sh -c 'printf 12345'
+run_fb session rm --socket "$SOCK" "$SID"
+wait_for 20 grep -qs '"event":"end"' "$SR"
+verify_is "a session's record verifies (0)" 0 "intact, complete and signed" "$SR" --key "$T/key.pub"
+/usr/bin/python3 - "$SR" > "$T/sess.out" 2>&1 <<'EOF2'
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1])]
+start = [e for e in L if e["event"] == "start"]
+assert start and start[0]["command"] == "session", start
+ex = [e for e in L if e["event"] == "exec"]
+end = {e["exec_id"]: e for e in L if e["event"] == "exec_end"}
+assert [e["argv"][2] for e in ex] == ["echo one; echo two >&2", "exit 4", "printf 12345"], ex
+got = [(end[e["exec_id"]]["exit_code"], end[e["exec_id"]]["stdout_bytes"], end[e["exec_id"]]["stderr_bytes"]) for e in ex]
+assert got == [(0, 4, 4), (4, 0, 0), (0, 5, 0)], got
+assert L[-1]["event"] == "end" and L[-1]["execs"] == 3, L[-1]
+print("session-ok")
+EOF2
+if grep -q '^session-ok' "$T/sess.out"; then ok "a session's record: start, each exec and its end (exit, output bytes), end"; else fail "a session's record: each exec" "$(tail -c 600 "$T/sess.out")"; fi
+expect_err "session create with an existing record: 125" 125 "the file exists" session create --socket "$SOCK" --record "$SR"
+expect_err "session create with a non-Ed25519 key: 125" 125 "not an Ed25519 key" session create --socket "$SOCK" --record "$T/s2.jsonl" --record-key "$T/ec.pem"
+[ -e "$T/s2.jsonl" ] && fail "a refused session record leaves no file" || ok "a refused session record leaves no file"
+SK=$T/session-killed.jsonl
+run_fb session create --socket "$SOCK" --record "$SK"
+SID=$OUT
+run_fb exec --socket "$SOCK" "$SID" -- true
+kill -KILL "$SRV"; wait "$SRV" 2>/dev/null
+verify_is "a SIGKILLed server's session record: cut short (3)" 3 "cut short: lines 1-4 are intact" "$SK"
+# The next run sweeps the cgroups the SIGKILLed server could not remove.
+run_fb run -- true
+
 no_leftovers "no leftovers"
