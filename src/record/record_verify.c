@@ -247,7 +247,9 @@ static int verify_main(int argc, char **argv)
 {
     const char *file = NULL, *keyfile = NULL;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--key") && i + 1 < argc)
+        if (!strcmp(argv[i], "--key") && i + 1 == argc)
+            return fb_warn("record verify: --key needs a PUBKEY file"), FB_REC_BAD;
+        else if (!strcmp(argv[i], "--key"))
             keyfile = argv[++i];
         else if (!strncmp(argv[i], "--key=", 6))
             keyfile = argv[i] + 6;

@@ -13,6 +13,7 @@ int main(void)
     unit_safeopen();
     unit_rmtree();
     unit_json_text();
+    unit_record();
     printf("# end of suite\n");
     return 0;
 }

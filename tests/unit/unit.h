@@ -22,4 +22,5 @@ void unit_commit(void);
 void unit_safeopen(void);
 void unit_rmtree(void);
 void unit_json_text(void);
+void unit_record(void);
 #endif
