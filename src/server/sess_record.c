@@ -35,6 +35,26 @@ static void from_options(json_t *params, struct fb_policy *p, json_t **path, jso
 static int open_paths(json_t *path, json_t *key, bool foreign, struct fb_record **out,
                       struct proto_err *e);
 
+/* The params a session keeps (for session.fork) say nothing of the record:
+ * a fork has none of its own, and would find the file existing. */
+static void strip(json_t *params)
+{
+    json_object_del(params, "record");
+    json_object_del(params, "recordKey");
+    json_t *opts = json_object_get(params, "options");
+    for (size_t i = 0; i < json_array_size(opts);) {
+        const char *o = json_string_value(json_array_get(opts, i));
+        bool sep = o && (!strcmp(o, "--record") || !strcmp(o, "--record-key"));
+        bool joined = o && (!strncmp(o, "--record=", 9) || !strncmp(o, "--record-key=", 13));
+        if (sep && i + 1 < json_array_size(opts))
+            json_array_remove(opts, i + 1);
+        if (sep || joined)
+            json_array_remove(opts, i);
+        else
+            i++;
+    }
+}
+
 int sess_record_open(json_t *params, struct fb_policy *pol, bool foreign, struct fb_record **out,
                      struct proto_err *e)
 {
@@ -48,6 +68,8 @@ int sess_record_open(json_t *params, struct fb_policy *pol, bool foreign, struct
     int rc = open_paths(path, key, foreign, out, e);
     json_decref(path);
     json_decref(key);
+    if (rc == 0)
+        strip(params);
     return rc;
 }
 

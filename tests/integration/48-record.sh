@@ -214,6 +214,12 @@ if [ "$RC" = 0 ] && [ -n "$SID" ]; then ok "session create --record"; else fail 
 run_fb exec --socket "$SOCK" "$SID" -- sh -c 'echo one; echo two >&2'
 run_fb exec --socket "$SOCK" "$SID" -- sh -c 'exit 4'
 run_fb exec --socket "$SOCK" "$SID" -- sh -c 'printf 12345'
+# A fork has no record of its own (and does not trip over the existing file).
+run_fb session fork --socket "$SOCK" "$SID"
+FID=$OUT
+if [ "$RC" = 0 ] && [ -n "$FID" ]; then ok "a recorded session forks"; else fail "a recorded session forks" "rc $RC $ERR"; fi
+run_fb exec --socket "$SOCK" "$FID" -- true
+run_fb session rm --socket "$SOCK" "$FID"
 run_fb session rm --socket "$SOCK" "$SID"
 wait_for 20 grep -qs '"event":"end"' "$SR"
 verify_is "a session's record verifies (0)" 0 "intact, complete and signed" "$SR" --key "$T/key.pub"
