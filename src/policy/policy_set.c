@@ -3,6 +3,7 @@
 #include "policy_set.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -387,5 +388,38 @@ int policy_set_conn_idle(struct fb_policy *p, int64_t ms, const char *what, stru
         return fb_errf(err, FB_EXIT_SETUP, "%s: expected a positive duration such as 30s or 5m",
                        what);
     p->conn_idle_ms = ms;
+    return 0;
+}
+
+/* Is dir (real) at or under host path w? */
+static bool under(const char *dir, const char *w)
+{
+    char rw[PATH_MAX];
+    if (!w || !realpath(w, rw))
+        return false;
+    size_t n = strlen(rw);
+    return !strncmp(dir, rw, n) && (dir[n] == 0 || dir[n] == '/' || (n == 1 && rw[0] == '/'));
+}
+
+/* The record's directory must not be one the sandbox can write: it could
+ * remove or replace the record (an unsigned one undetectably). */
+int policy_record_reach(const struct fb_policy *p, const char *record, struct fb_err *err)
+{
+    char *slash = strrchr(record, '/');
+    cleanup_free char *d = !slash ? fb_xstrdup(".")
+                           : slash == record ? fb_xstrdup("/")
+                                             : fb_xstrndup(record, (size_t)(slash - record));
+    char dir[PATH_MAX];
+    if (!realpath(d, dir))
+        return fb_errno(err, FB_EXIT_SETUP, "--record %s", record);
+    const char *hit = NULL;
+    if (p->workspace && !p->cow && !p->workspace_ro && under(dir, p->workspace))
+        hit = p->workspace;
+    for (size_t i = 0; !hit && i < p->nmounts; i++)
+        if (p->mounts[i].kind == FB_MNT_BIND && under(dir, p->mounts[i].src))
+            hit = p->mounts[i].src;
+    if (hit)
+        return fb_errf(err, FB_EXIT_SETUP, "--record %s: its directory is inside %s, which the "
+                       "sandbox can write: put the record elsewhere", record, hit);
     return 0;
 }

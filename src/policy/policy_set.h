@@ -42,6 +42,9 @@ int policy_set_report(struct fb_policy *p, const char *path, const char *name,
 int policy_set_record(struct fb_policy *p, const char *path, const char *name, struct fb_err *err);
 int policy_set_record_key(struct fb_policy *p, const char *path, const char *name,
                           struct fb_err *err);
+/* The record's directory must be out of the sandbox's reach: not the
+ * workspace (unless --cow or read-only), a read-write --bind or below one. */
+int policy_record_reach(const struct fb_policy *p, const char *record, struct fb_err *err);
 int policy_set_net_log(struct fb_policy *p, const char *path, const char *name,
                        struct fb_err *err);
 

@@ -4,6 +4,7 @@
 #include "run_record.h"
 
 #include "changes.h"
+#include "policy_set.h"
 #include "policy_summary.h"
 #include "seccomp.h"
 
@@ -17,45 +18,12 @@
 static json_t *opt_int(int64_t v) { return v < 0 ? json_null() : json_integer(v); }
 static json_t *str_or_null(const char *s) { return s ? json_string(s) : json_null(); }
 
-/* Is dir (real) at or under host path w? */
-static bool under(const char *dir, const char *w)
-{
-    char rw[PATH_MAX];
-    if (!w || !realpath(w, rw))
-        return false;
-    size_t n = strlen(rw);
-    return !strncmp(dir, rw, n) && (dir[n] == 0 || dir[n] == '/' || (n == 1 && rw[0] == '/'));
-}
-
-/* The record's directory must not be one the sandbox can write: it could
- * remove or replace the record (an unsigned one undetectably). */
-static int check_out_of_reach(const struct fb_policy *p, struct fb_err *err)
-{
-    char *slash = strrchr(p->record, '/');
-    cleanup_free char *d = !slash ? fb_xstrdup(".")
-                           : slash == p->record ? fb_xstrdup("/")
-                                                : fb_xstrndup(p->record, (size_t)(slash - p->record));
-    char dir[PATH_MAX];
-    if (!realpath(d, dir))
-        return fb_errno(err, FB_EXIT_SETUP, "--record %s", p->record);
-    const char *hit = NULL;
-    if (p->workspace && !p->cow && !p->workspace_ro && under(dir, p->workspace))
-        hit = p->workspace;
-    for (size_t i = 0; !hit && i < p->nmounts; i++)
-        if (p->mounts[i].kind == FB_MNT_BIND && under(dir, p->mounts[i].src))
-            hit = p->mounts[i].src;
-    if (hit)
-        return fb_errf(err, FB_EXIT_SETUP, "--record %s: its directory is inside %s, which the "
-                       "sandbox can write: put the record elsewhere", p->record, hit);
-    return 0;
-}
-
 int run_record_open(const struct fb_policy *p, struct fb_record **out, struct fb_err *err)
 {
     *out = NULL;
     if (!p->record)
         return 0;
-    if (check_out_of_reach(p, err) < 0)
+    if (policy_record_reach(p, p->record, err) < 0)
         return -1;
     struct fb_record *r = record_open(p->record, p->record_key, err);
     if (!r)

@@ -7,6 +7,7 @@
  * sandbox. Environment values are never recorded (they may be secrets). */
 #include "server.h"
 
+#include "policy_set.h"
 #include "policy_summary.h"
 #include "record.h"
 
@@ -65,7 +66,12 @@ int sess_record_open(json_t *params, struct fb_policy *pol, bool foreign, struct
     if (json_is_null(key))
         key = NULL;
     from_options(params, pol, &path, &key);
-    int rc = open_paths(path, key, foreign, out, e);
+    struct fb_err err = {0};
+    int rc = 0;
+    if (json_is_string(path) && policy_record_reach(pol, json_string_value(path), &err) < 0)
+        rc = perr_param(e, "record", "%s", err.msg);
+    else
+        rc = open_paths(path, key, foreign, out, e);
     json_decref(path);
     json_decref(key);
     if (rc == 0)

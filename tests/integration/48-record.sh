@@ -240,6 +240,7 @@ if grep -q '^session-ok' "$T/sess.out"; then ok "a session's record: start, each
 expect_err "session create with an existing record: 125" 125 "the file exists" session create --socket "$SOCK" --record "$SR"
 expect_err "session create with a non-Ed25519 key: 125" 125 "not an Ed25519 key" session create --socket "$SOCK" --record "$T/s2.jsonl" --record-key "$T/ec.pem"
 [ -e "$T/s2.jsonl" ] && fail "a refused session record leaves no file" || ok "a refused session record leaves no file"
+expect_err "a session's record in its writable workspace: 125" 125 "which the sandbox can write" session create --socket "$SOCK" --workspace "$T/wsr" --record "$T/wsr/s3.jsonl"
 SK=$T/session-killed.jsonl
 run_fb session create --socket "$SOCK" --record "$SK"
 SID=$OUT
