@@ -178,6 +178,12 @@ const struct oci_ns *oci_spec_ns(const struct oci_spec *s, int type);
  * default), the other run.fluebox.* annotations as `fluebox run` options,
  * then the spec: what runs, its limits, hostname, namespaces. */
 int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err);
+/* A namespace a spec joins by path (fd: the opened path) that is the
+ * runtime's own (or its pid 1's), i.e. the host's: refused (-1, err set)
+ * unless it is the network one and p's profile permits --net host; never
+ * for pid, ipc, uts, cgroup or user. */
+int oci_ns_check_host(int fd, int type, const char *path, const struct fb_policy *p,
+                      struct fb_err *err);
 /* The uid_map and gid_map text of the container (malloc'ed): the spec's
  * mappings when it has a user namespace with them, else the whole range
  * 0..65535 mapped to fluebox's host range. Host root is never mapped. */

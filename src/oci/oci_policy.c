@@ -27,8 +27,11 @@
 #include "profile.h"
 #include "toolchain.h"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* The binary's name can carry the profile (fluebox-oci-strict). */
 const char *oci_default_profile;
@@ -148,6 +151,70 @@ static int resources(const struct oci_spec *s, struct fb_policy *p, struct fb_er
     return 0;
 }
 
+/* ---- joining by path: never the host's own namespaces ---- */
+
+static const char *ns_file(int type)
+{
+    switch (type) {
+    case CLONE_NEWNET: return "net";
+    case CLONE_NEWIPC: return "ipc";
+    case CLONE_NEWUTS: return "uts";
+    case CLONE_NEWPID: return "pid";
+    case CLONE_NEWCGROUP: return "cgroup";
+    case CLONE_NEWUSER: return "user";
+    default: return "mnt";
+    }
+}
+
+/* Is st the namespace /proc/WHO/ns/NAME? A namespace file's identity is
+ * its (st_dev, st_ino) on nsfs, whichever /proc/PID/ns path reached it. */
+static bool is_ns_of(const struct stat *st, const char *who, const char *name)
+{
+    char path[64];
+    struct stat o;
+    snprintf(path, sizeof path, "/proc/%s/ns/%s", who, name);
+    return stat(path, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
+}
+
+int oci_ns_check_host(int fd, int type, const char *path, const struct fb_policy *p,
+                      struct fb_err *err)
+{
+    const char *name = ns_file(type);
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "linux.namespaces %s: %s", name, path);
+    /* The runtime's own namespace is the host's (containerd and kubelet
+     * run there); pid 1's too, should the runtime itself run in another. */
+    if (!is_ns_of(&st, "self", name) && !is_ns_of(&st, "1", name))
+        return 0;
+    if (type != CLONE_NEWNET)
+        return fb_errf(err, FB_EXIT_SETUP, "linux.namespaces: %s is the host's %s namespace; "
+                       "a container never shares it", path, name);
+    if (!p->net_host_profile)
+        return fb_errf(err, FB_EXIT_SETUP, "linux.namespaces: %s is the host's network "
+                       "namespace; profile %s does not permit sharing it", path, p->profile_name);
+    return 0;
+}
+
+/* Each path the spec names, checked at create for a clear error (the
+ * supervisor checks the namespace it opens again, oci_sup.c, and reports
+ * a path it cannot open: exec reads the spec too, after the fact). */
+static int joined_paths(const struct oci_spec *s, const struct fb_policy *p, struct fb_err *err)
+{
+    for (size_t i = 0; i < s->nns; i++) {
+        if (!s->ns[i].path)
+            continue;
+        int fd = open(s->ns[i].path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        int rc = oci_ns_check_host(fd, s->ns[i].type, s->ns[i].path, p, err);
+        close(fd);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Namespaces: new ones for what the spec lists without a path, and for
  * what it omits (fluebox's boundary) except the network; joined ones are
  * the supervisor's business (oci_sup.c). */
@@ -166,6 +233,9 @@ static int namespaces(const struct oci_spec *s, struct fb_policy *p, struct fb_e
         unsigned bit;
     } map[] = {{CLONE_NEWPID, FB_NS_PID}, {CLONE_NEWIPC, FB_NS_IPC}, {CLONE_NEWUTS, FB_NS_UTS},
                {CLONE_NEWCGROUP, FB_NS_CGROUP}, {CLONE_NEWNET, FB_NS_NET}};
+    p->net_host_profile = p->net_host_allowed;
+    if (joined_paths(s, p, err) < 0)
+        return -1;
     p->namespaces = FB_NS_ALL;
     for (size_t i = 0; i < FB_ARRAY_LEN(map); i++)
         if ((n = oci_spec_ns(s, map[i].type)) && n->path)

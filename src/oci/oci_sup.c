@@ -117,7 +117,8 @@ struct ns_join {
     size_t n;
 };
 
-static int ns_enter(const struct oci_spec *s, struct ns_join *j, struct fb_err *err)
+static int ns_enter(const struct oci_spec *s, const struct fb_policy *p, struct ns_join *j,
+                    struct fb_err *err)
 {
     static const struct {
         int type;
@@ -136,6 +137,12 @@ static int ns_enter(const struct oci_spec *s, struct ns_join *j, struct fb_err *
         int t = open(ns->path, O_RDONLY | O_CLOEXEC);
         if (t < 0)
             return fb_errno(err, FB_EXIT_SETUP, "linux.namespaces %s: %s", names[i].name, ns->path);
+        /* Again on what was opened: the path may name another namespace
+         * now than at the check in oci_policy (a /proc/PID reused). */
+        if (oci_ns_check_host(t, names[i].type, ns->path, p, err) < 0) {
+            close(t);
+            return -1;
+        }
         int o = open(own, O_RDONLY | O_CLOEXEC);
         if (o < 0) {
             close(t);
@@ -484,7 +491,7 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
         .on_msg = on_child_msg,
     };
     struct ns_join nj;
-    int rc = ns_enter(s, &nj, err);
+    int rc = ns_enter(s, &cr->p, &nj, err);
     if (rc == 0)
         rc = sandbox_spawn_ext(&cr->p, &x, &u->sb, err);
     else

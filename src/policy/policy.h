@@ -190,6 +190,8 @@ struct fb_policy {
     enum fb_net_mode net;
     bool net_explicit;     /* --net was given: --net none with --allow-net is an error */
     bool net_host_allowed; /* the profile permits --net host */
+    bool net_host_profile; /* OCI: the profile itself permits it (net_host_allowed is
+                              also set for a network namespace a spec joins by path) */
     struct fb_allow *allow;
     size_t nallow;
     struct fb_resolve *resolve;

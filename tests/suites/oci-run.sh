@@ -141,6 +141,52 @@ badcase "an unknown fluebox annotation" "run.fluebox.bogus: unknown" \
     'c["annotations"]["run.fluebox.bogus"]="1"'
 badcase "the host's network under the default profile" "does not permit it" \
     'c["linux"]["namespaces"]=[n for n in c["linux"]["namespaces"] if n["type"]!="network"]'
+# Joining a namespace by path: never the host's own (the runtime's, reached
+# through any host process's /proc/PID/ns), except the network where the
+# profile permits host network. Another namespace (a pod's) is joined.
+for t in network ipc uts pid cgroup; do
+    f=$t
+    [ "$t" = network ] && f=net
+    want="is the host's $f namespace; a container never shares it"
+    [ "$t" = network ] && want="is the host's network namespace; profile standard does not permit sharing it"
+    badcase "joining the host's $t namespace by /proc/$$/ns/$f" "$want" \
+        "c['annotations']['run.fluebox.profile']='standard'; c['linux']['namespaces']=[n for n in c['linux']['namespaces'] if n['type']!='$t']+[{'type':'$t','path':'/proc/$$/ns/$f'}]"
+done
+sleep 1000 &
+HOSTPID=$!
+badcase "joining the host's network namespace by another host process's /proc/PID/ns/net under strict" \
+    "profile strict does not permit sharing it" \
+    "c['annotations']['run.fluebox.profile']='strict'; c['linux']['namespaces']=[n for n in c['linux']['namespaces'] if n['type']!='network']+[{'type':'network','path':'/proc/$HOSTPID/ns/net'}]"
+kill "$HOSTPID"
+wait "$HOSTPID" 2>/dev/null
+joinrun() { # NAME PROFILE NSPATH: run a container joining NSPATH, print its net namespace
+    bundle "$T/$1" sh -c 'readlink /proc/self/ns/net'
+    # (nofile lowered to what any machine's hard limit allows: trusted asks 65536)
+    edit "$T/$1" "c['process']['rlimits']=[{'type':'RLIMIT_NOFILE','hard':1024,'soft':1024}]; c['annotations']['run.fluebox.profile']='$2'; c['linux']['namespaces']=[n for n in c['linux']['namespaces'] if n['type']!='network']+[{'type':'network','path':'$3'}]"
+    : >"$T/log.json"
+    "${O[@]}" run --bundle "$T/$1" "$1" 2>&1
+}
+got=$(joinrun joinhost trusted "/proc/$$/ns/net")
+rc=$?
+if [ "$rc" = 0 ] && [ "$got" = "$(readlink /proc/self/ns/net)" ]; then
+    ok "the host's network namespace by path where the profile permits host network (trusted)"
+else
+    fail "the host's network by path under trusted" "exit $rc, $got: $(lasterr)"
+fi
+nothing_left "the joined host network"
+unshare --net sleep 1000 &
+NSPID=$!
+wait_until 50 test "$(readlink /proc/$NSPID/ns/net)" != "$(readlink /proc/self/ns/net)"
+got=$(joinrun joinpod standard "/proc/$NSPID/ns/net")
+rc=$?
+if [ "$rc" = 0 ] && [ "$got" = "$(readlink /proc/$NSPID/ns/net)" ]; then
+    ok "another network namespace (a pod's) is joined by its /proc/PID/ns path under standard"
+else
+    fail "joining a pod's network namespace" "exit $rc, $got: $(lasterr)"
+fi
+kill "$NSPID"
+wait "$NSPID" 2>/dev/null
+nothing_left "the joined pod network"
 badcase "a host device" "no host devices" \
     'c["linux"]["devices"]=[{"path":"/dev/sda","type":"b","major":8,"minor":0}]'
 badcase "a bind source that is not there" "/no/such/dir" \
