@@ -17,12 +17,13 @@
  *
  * Identity: the container's user namespace maps 0..65535 to a host range
  * of its own (claimed by create from the allocator, idrange.h; the
- * host-id annotation pins it), or as the spec's own mappings say, never to
- * host root. Capabilities are those of the spec, inside that namespace only, and
+ * host-id annotation pins it, inside the allocator's pool only), or as the
+ * spec's own mappings say, never to host root. Capabilities are those of the spec, inside that namespace only, and
  * limited to the set container runtimes grant by default; no_new_privs is
  * as the spec says, and every mount of the container is nosuid. */
 #include "oci.h"
 
+#include "idrange.h"
 #include "policy_opts.h"
 #include "profile.h"
 #include "toolchain.h"
@@ -275,6 +276,16 @@ int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err
         goto out;
     if (cli_parse_policy((int)argc, argv, p, false, err) < 0)
         goto out;
+    /* A pod's author may pin a range only where the allocator could have
+     * put the pod anyway (stable owners for a volume's files across
+     * restarts); elsewhere is for the host's administrator (run --host-id). */
+    if (p->host_id && !idrange_in_pool(p->host_id, 0)) {
+        fb_errf(err, FB_EXIT_SETUP, "run.fluebox.host-id %u: a container may pin only a range "
+                "inside fluebox's pool of host ids, %u-%llu", p->host_id, FB_IDRANGE_POOL_BASE,
+                (unsigned long long)FB_IDRANGE_POOL_BASE +
+                    (unsigned long long)FB_IDRANGE_POOL_SLOTS * FB_IDRANGE_SIZE - 1);
+        goto out;
+    }
     if (resources(s, p, err) < 0 || namespaces(s, p, err) < 0)
         goto out;
     /* Set-up runs as root inside (ids mapped, capabilities in the user

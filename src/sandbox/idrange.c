@@ -4,6 +4,8 @@
 #include "idrange.h"
 
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -63,7 +65,7 @@ struct span {
 };
 
 struct spans {
-    struct span v[64];
+    struct span v[256];
     size_t n;
 };
 
@@ -93,6 +95,37 @@ static void read_subids(const char *path, struct spans *out)
         if (fb_parse_u64(c1 + 1, &start) == 0 && fb_parse_u64(c2 + 1, &count) == 0)
             spans_add(out, start, count);
     }
+}
+
+/* /etc/passwd and /etc/group: "name:password:ID:..." lines, the host's
+ * accounts. Each id in [lo, hi) is added to out (the first account's name
+ * into who, when given). */
+static void read_accounts(const char *path, uint64_t lo, uint64_t hi, struct spans *out,
+                          char *who, size_t cap)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    char *line = NULL;
+    size_t len = 0;
+    while (getline(&line, &len, f) > 0) {
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        char *c3 = c2 ? strchr(c2 + 1, ':') : NULL;
+        if (!c3)
+            continue;
+        *c3 = 0;
+        uint64_t id;
+        if (fb_parse_u64(c2 + 1, &id) < 0 || id < lo || id >= hi)
+            continue;
+        if (who && !out->n) {
+            *c1 = 0;
+            snprintf(who, cap, "%s", line);
+        }
+        spans_add(out, id, 1);
+    }
+    free(line);
+    fclose(f);
 }
 
 /* The ids of our own user namespace that map to something
@@ -164,7 +197,8 @@ bool idrange_mapped(uint32_t base, uint32_t count)
 }
 
 /* What decides which of the pool's slots are ours to use here: mapped in
- * our own user namespace and clear of /etc/subuid and /etc/subgid. */
+ * our own user namespace and clear of /etc/subuid and /etc/subgid and of
+ * the ids of /etc/passwd and /etc/group (sub holds all of those). */
 struct pool_view {
     struct spans sub, uidmap, gidmap;
 };
@@ -175,6 +209,46 @@ static void pool_view(struct pool_view *v)
     own_maps(&v->uidmap, &v->gidmap);
     read_subids("/etc/subuid", &v->sub);
     read_subids("/etc/subgid", &v->sub);
+    uint64_t lo = FB_IDRANGE_POOL_BASE,
+             hi = lo + (uint64_t)FB_IDRANGE_POOL_SLOTS * FB_IDRANGE_SIZE;
+    read_accounts("/etc/passwd", lo, hi, &v->sub, NULL, 0);
+    read_accounts("/etc/group", lo, hi, &v->sub, NULL, 0);
+}
+
+/* A pinned range [base, end) must be clear of what the pool avoids: the
+ * host's accounts (a range holding `nobody` makes the sandbox's root that
+ * account, whose other processes could then ptrace or read the sandbox's)
+ * and the ranges handed to users for their own rootless containers. */
+static int pinned_clear(uint32_t base, uint64_t end, struct fb_err *err)
+{
+    static const char *const acct[] = {"/etc/passwd", "/etc/group"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(acct); i++) {
+        struct spans hit = {.n = 0};
+        char who[64] = "";
+        read_accounts(acct[i], base, end, &hit, who, sizeof who);
+        if (hit.n)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "--host-id %u: host id %llu is the account \"%s\" of %s; a pinned "
+                           "range must be clear of the host's users and groups",
+                           base, (unsigned long long)hit.v[0].start, who, acct[i]);
+    }
+    static const char *const sub[] = {"/etc/subuid", "/etc/subgid"};
+    for (size_t i = 0; i < FB_ARRAY_LEN(sub); i++) {
+        struct spans s = {.n = 0};
+        read_subids(sub[i], &s);
+        if (overlaps(&s, base, end))
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "--host-id %u: ids %u-%llu overlap a range of %s, a user's for their "
+                           "own containers", base, base, (unsigned long long)end - 1, sub[i]);
+    }
+    return 0;
+}
+
+bool idrange_in_pool(uint32_t base, uint32_t count)
+{
+    uint64_t end = (uint64_t)base + (count ? count : FB_IDRANGE_SIZE);
+    return base >= FB_IDRANGE_POOL_BASE &&
+           end <= FB_IDRANGE_POOL_BASE + (uint64_t)FB_IDRANGE_POOL_SLOTS * FB_IDRANGE_SIZE;
 }
 
 static bool slot_usable(const struct pool_view *v, uint64_t b)
@@ -214,6 +288,8 @@ int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb
                            "--host-id %u: ids %u-%llu are not all mapped in fluebox's own user "
                            "namespace (/proc/self/uid_map)",
                            base, base, (unsigned long long)end - 1);
+        if (pinned_clear(base, end, err) < 0)
+            return -1;
         cleanup_close int fd = open_lock(err);
         if (fd < 0)
             return -1;

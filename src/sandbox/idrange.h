@@ -22,8 +22,10 @@
  * (systemd reserves nothing there; nspawn's container ranges end below it;
  * /etc/subuid ranges start at 100000 and are skipped anyway), below 2^31
  * where tools that treat uids as signed still work. Slots that overlap a
- * range of /etc/subuid or /etc/subgid, or ids that fluebox's own user
- * namespace does not map, are never handed out.
+ * range of /etc/subuid or /etc/subgid or hold an id of /etc/passwd or
+ * /etc/group, or ids that fluebox's own user namespace does not map, are
+ * never handed out; a pinned range (--host-id) is refused on the same
+ * grounds.
  *
  * Holding a range for longer than one process (a detached container
  * supervisor): keep lock_fd open in the process that must hold the claim,
@@ -57,7 +59,9 @@ void idrange_init(struct fb_idrange *r);
  * fluebox runs in a user namespace that maps no slot of the pool (root of a
  * rootless container, `unshare -r`: nothing claimed, /run/fluebox not even
  * looked at); -1 with a one-line message when the pinned range, or every
- * slot, is in use. */
+ * slot, is in use, or the pinned range holds an id of /etc/passwd or
+ * /etc/group or overlaps /etc/subuid or /etc/subgid (as the pool's slots
+ * never do). */
 int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb_err *err);
 
 /* Is this process in the initial user namespace (/proc/self/ns/user)? */
@@ -70,6 +74,9 @@ bool idrange_mapped(uint32_t base, uint32_t count);
 /* How many of the pool's slots could be claimed here (mapped in our own
  * user namespace, clear of /etc/subuid and /etc/subgid), busy or not. */
 size_t idrange_pool_usable(void);
+
+/* Does [base, base+count) lie inside the pool (count 0: FB_IDRANGE_SIZE)? */
+bool idrange_in_pool(uint32_t base, uint32_t count);
 
 /* Give the claim up (closes lock_fd). NULL or unclaimed: nothing. */
 void idrange_release(struct fb_idrange *r);

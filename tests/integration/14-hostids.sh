@@ -136,6 +136,25 @@ kill -KILL "$B"
 wait "$B" 2>/dev/null
 expect_rc "a SIGKILLed supervisor's range is free at once" 0 run --host-id $PIN -- true
 expect_err "a range past the last id is refused" 125 "ends past 4294967294" run --host-id 4294960000 -- true
+# A pinned range is clear of what the pool avoids: the host's accounts (a
+# range at nobody's id made the sandbox's root nobody, whose processes could
+# read its /proc/PID/environ) and the users' /etc/subuid, /etc/subgid ranges.
+NOBODY=$(awk -F: '$1 == "nobody" {print $3}' /etc/passwd)
+if [ -n "$NOBODY" ] && [ "$NOBODY" != 0 ]; then
+  expect_err "a range holding nobody's id is refused" 125 "is the account \"nobody\" of /etc/passwd" \
+    run --host-id "$NOBODY" -- true
+  expect_err "a range starting below nobody's id is refused" 125 "is the account" \
+    run --host-id $((NOBODY > 1000 ? NOBODY - 1000 : 1)) -- true
+else
+  skip "a range holding nobody's id is refused" "no nobody in /etc/passwd"
+fi
+SUB=$(awk -F: 'NF == 3 && $2 > 0 {print $2; exit}' /etc/subuid 2>/dev/null)
+if [ -n "$SUB" ]; then
+  expect_err "a range overlapping /etc/subuid is refused" 125 "overlap a range of /etc/subuid" \
+    run --host-id $((SUB + 7)) -- true
+else
+  skip "a range overlapping /etc/subuid is refused" "no range in /etc/subuid"
+fi
 
 # Sessions: each its own range.
 SOCK=$T/fb.sock

@@ -320,7 +320,8 @@ fi
 # The oci column: a minimal rootfs (busybox), containers' cgroups under one
 # parent of this run's, checked and removed at the end.
 OCI_CG=/fbprobe-${TMP##*.}
-OCI_HOST_ID=200000 # where the containers' ids 0..65535 start on the host
+OCI_HOST_ID=2146435072 # where the containers' ids 0..65535 start on the host (a slot of
+# fluebox's pool: run.fluebox.host-id pins only there)
 if [[ " $MODES " == *" oci "* ]]; then
     mkdir -p "$TMP/ocirootfs/bin" "$TMP/ocistate"
     for d in etc proc sys dev tmp workspace probes data; do mkdir -p "$TMP/ocirootfs/$d"; done

@@ -187,6 +187,12 @@ fi
 kill "$NSPID"
 wait "$NSPID" 2>/dev/null
 nothing_left "the joined pod network"
+# run.fluebox.host-id: never a host account's id, and a pod's author pins
+# only inside the allocator's pool.
+badcase "run.fluebox.host-id at nobody's id" "a container may pin only a range inside fluebox's pool" \
+    "c['annotations']['run.fluebox.host-id']='65534'"
+badcase "run.fluebox.host-id below the pool" "a container may pin only a range inside fluebox's pool" \
+    "c['annotations']['run.fluebox.host-id']='$((1879048192 - 65536))'"
 badcase "a host device" "no host devices" \
     'c["linux"]["devices"]=[{"path":"/dev/sda","type":"b","major":8,"minor":0}]'
 badcase "a bind source that is not there" "/no/such/dir" \
@@ -463,7 +469,7 @@ else
 fi
 # run.fluebox.host-id pins it: a second container on the same range is
 # refused with one line, and leaves nothing.
-PIN=$((POOL_LO - 16 * 65536))
+PIN=$((POOL_LO + 4000 * 65536))
 bundle "$T/pin" sleep 1000
 edit "$T/pin" "c['annotations']['run.fluebox.host-id']='$PIN'"
 "${O[@]}" run --detach --bundle "$T/pin" pin1 >/dev/null 2>&1
