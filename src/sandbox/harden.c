@@ -74,7 +74,13 @@ int harden_rlimits(const struct fb_policy *p, bool nproc_fallback, struct fb_err
         return -1;
     if (p->limits.nofile != 0 && set_limit(RLIMIT_NOFILE, p->limits.nofile, "nofile", err) < 0)
         return -1;
-    if (p->limits.fsize != 0 && set_limit(RLIMIT_FSIZE, p->limits.fsize, "fsize", err) < 0)
+    /* A --cow-upper layer lives on a file system fluebox cannot size
+     * (cow.c measures it while the command runs): no one file may take
+     * more than --disk there, whatever was written before the check. */
+    int64_t fsize = p->limits.fsize;
+    if (p->cow && p->cow_upper && p->limits.disk > 0 && (fsize <= 0 || fsize > p->limits.disk))
+        fsize = p->limits.disk;
+    if (fsize != 0 && set_limit(RLIMIT_FSIZE, fsize, "fsize", err) < 0)
         return -1;
     if (nproc_fallback && p->limits.pids > 0 &&
         set_limit(RLIMIT_NPROC, p->limits.pids, "nproc", err) < 0)

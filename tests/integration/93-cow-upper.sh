@@ -62,4 +62,16 @@ case "$RC:$OUT" in
   *) fail "cow-upper: a layer past --disk when the command ends is reported full" "rc=$RC $OUT $ERR" ;;
 esac
 
+# One file cannot carry the layer past --disk between two measurements:
+# 23 MiB written at once (faster than any check) once landed whole in DIR
+# with --disk 8M. Now no file there grows past --disk (RLIMIT_FSIZE).
+rm -rf $W/up; mkdir $W/up; own $W/up
+run_fb run --workspace $W/ws --cow-upper $W/up --disk 8M -- sh -c 'head -c 23M /dev/zero > big; ls -l big'
+used=$(du -sk $W/up | awk '{print $1}')
+if [ "$RC" = 125 ] && [ "$used" -le $((8 * 1024 + 256)) ]; then
+  ok "cow-upper: a 23 MiB file with --disk 8M leaves at most 8 MiB in DIR ($used KiB)"
+else
+  fail "cow-upper: a 23 MiB file with --disk 8M leaves at most 8 MiB in DIR" "rc=$RC, $used KiB in DIR: $ERR"
+fi
+
 no_leftovers "cow-upper: nothing left behind"
