@@ -53,6 +53,10 @@ int harden_drop_caps(struct fb_err *err)
     return 0;
 }
 
+/* RLIMIT_MSGQUEUE of every sandbox (run, server): a quarter of the
+ * kernel's default per-user 819,200 bytes. */
+#define FB_SANDBOX_MSGQUEUE_BYTES 204800
+
 static int set_limit(int res, int64_t v, const char *name, struct fb_err *err)
 {
     struct rlimit rl;
@@ -81,6 +85,15 @@ int harden_rlimits(const struct fb_policy *p, bool nproc_fallback, struct fb_err
     if (p->cow && p->cow_upper && p->limits.disk > 0 && (fsize <= 0 || fsize > p->limits.disk))
         fsize = p->limits.disk;
     if (fsize != 0 && set_limit(RLIMIT_FSIZE, fsize, "fsize", err) < 0)
+        return -1;
+    /* POSIX message queues: the kernel charges their bytes to the user,
+     * and a rootless sandbox's user is the caller's. A quarter of the
+     * default budget per sandbox (two queues of the default size) leaves
+     * the caller and the next sandbox theirs (README, rootless). */
+    struct rlimit mq;
+    if (getrlimit(RLIMIT_MSGQUEUE, &mq) == 0 &&
+        (mq.rlim_cur == RLIM_INFINITY || mq.rlim_cur > FB_SANDBOX_MSGQUEUE_BYTES) &&
+        set_limit(RLIMIT_MSGQUEUE, FB_SANDBOX_MSGQUEUE_BYTES, "msgqueue", err) < 0)
         return -1;
     if (nproc_fallback && p->limits.pids > 0 &&
         set_limit(RLIMIT_NPROC, p->limits.pids, "nproc", err) < 0)

@@ -237,6 +237,35 @@ run_fb run -q --fsize 1M -- sh -c 'dd if=/dev/zero of=/tmp/big bs=1M count=4 2>&
 size=$(echo "$OUT" | tail -1)
 case "$size" in ''|*[!0-9]*) fail "--fsize" "$OUT $ERR";; *) [ "$size" -le $((1 << 20)) ] && ok "--fsize 1M stops the file at 1M" || fail "--fsize 1M" "$size bytes";; esac
 
+# --- POSIX message queues: RLIMIT_MSGQUEUE per sandbox -----------------------------
+# The kernel charges queue bytes to the user; rootless that is the caller's
+# own budget (819,200 bytes by default, 9 queues of the default size), which
+# one sandbox took whole: the next sandbox got EMFILE. Each sandbox now gets
+# a quarter (two queues), and a second one still gets its own while the
+# first holds all it can.
+mq_py='
+import ctypes, os, sys, time
+l = ctypes.CDLL(None, use_errno=True)
+n = 0
+while n < 50 and l.mq_open(("/q%d" % n).encode(), os.O_CREAT | os.O_RDWR, 0o600, None) >= 0:
+    n += 1
+print("queues=%d" % n, flush=True)
+if len(sys.argv) > 1:
+    open(sys.argv[1], "w").close()
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.05)'
+if need python3 "RLIMIT_MSGQUEUE per sandbox"; then
+  mkdir -p "$T/mq"; [ "$FB_AS" != root ] && chown "$FB_AS" "$T/mq"
+  fb_exec run -q --workspace "$T/mq" -- python3 -c "$mq_py" held stop >"$T/mq.a" 2>&1 &
+  mqa=$!
+  wait_for 60 test -e "$T/mq/held"
+  expect_out "a sandbox takes at most 2 default-sized POSIX message queues" "queues=2" run -q -- python3 -c "$mq_py"
+  expect_out "RLIMIT_MSGQUEUE is 204800 in a sandbox" "204800" run -q -- grep "Max msgqueue size" /proc/self/limits
+  touch "$T/mq/stop"
+  wait "$mqa"
+  grep -qx "queues=2" "$T/mq.a" && ok "the first sandbox, holding its queues, got 2" || fail "the first sandbox's queues" "$(cat "$T/mq.a")"
+fi
+
 # --- the report, field by field ------------------------------------------------------
 run_fb run --mem 256M --cpus 0.5 --pids 64 --timeout 30s --disk 100M --report "$R" -- sh -c 'exit 3'
 [ "$RC" = 3 ] && ok "the issue's example line runs" || fail "the issue's example line" "rc=$RC $ERR"
