@@ -214,6 +214,9 @@ static int make_dir(struct fb_cgroup *cg, struct hier *h, unsigned bits, struct 
     }
     d->parent = fb_xasprintf("%s/fluebox", h->own);
     cg_sweep_once(h, d->parent);
+    /* ...and every other hierarchy: a SIGKILLed `run --cpus` left its cpu
+     * cgroup, which a run that never uses cpu would otherwise keep. */
+    cgroup_sweep_stale();
     /* A concurrent fluebox may remove the (empty) parent between our mkdir
      * of it and of the child: then ENOENT, and we go round again. */
     bool parent_ok = h->version == 1; /* v1: try the child first, the parent is often there */

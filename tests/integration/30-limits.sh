@@ -342,6 +342,20 @@ if [ -n "$CG" ]; then
   left=$(cgroups_of "$fbpid")
   [ -z "$left" ] && ok "the next run sweeps the stale cgroups" || fail "the next run sweeps the stale cgroups" "$left"
 
+  # Every hierarchy is swept, not only those the next run uses: a
+  # SIGKILLed `run --cpus` left its cpu cgroup until a run with --cpus.
+  "$FB" run --cpus 0.5 --timeout 60s -- sh -c "echo started; sleep 4$mark" > "$T/k.out" 2>&1 &
+  fbpid=$!
+  wait_for 20 k_started
+  kill -KILL "$fbpid"; wait "$fbpid" 2>/dev/null
+  k4_gone() { ! pgrep -f "sleep 4$mark" >/dev/null; }
+  wait_for 10 k4_gone
+  before=$(cgroups_of "$fbpid")
+  "$FB" run -- true
+  left=$(cgroups_of "$fbpid")
+  if [ -z "$left" ]; then ok "a run without --cpus sweeps a SIGKILLed run --cpus's cgroups, cpu included ($(echo $before | wc -w) before)"
+  else fail "a run without --cpus sweeps a SIGKILLed run --cpus's cgroups" "left: $left"; fi
+
   # A stale directory whose creator is long gone, made by hand.
   own=$(own_cg pids)
   if [ -n "$own" ]; then
