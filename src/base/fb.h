@@ -47,6 +47,8 @@ struct fb_err {
 };
 
 /* Set *err (if non-NULL) and return -1. printf-style. */
+/* Does s hold a control character (below 0x20, or 0x7f)? */
+bool fb_has_ctl(const char *s);
 int fb_errf(struct fb_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Same, appending ": strerror(errno)" using the errno value at call time. */

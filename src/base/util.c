@@ -9,6 +9,38 @@
 #include <sys/stat.h>
 #include <time.h>
 
+/* An error or warning is one line whatever values it quotes: control
+ * characters in buf (a newline in --hostname, an option's value) become
+ * \n, \r, \t or \xHH, cut to cap bytes with the terminating NUL. */
+static void one_line(char *buf, size_t cap)
+{
+    char out[1024];
+    size_t o = 0;
+    for (const unsigned char *c = (const unsigned char *)buf; *c && o + 5 < sizeof out; c++) {
+        if (*c >= 0x20 && *c != 0x7f) {
+            out[o++] = (char)*c;
+            continue;
+        }
+        out[o++] = '\\';
+        if (*c == '\n' || *c == '\r' || *c == '\t')
+            out[o++] = *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't';
+        else
+            o += (size_t)snprintf(out + o, sizeof out - o, "x%02x", *c);
+    }
+    if (o >= cap)
+        o = cap - 1;
+    memcpy(buf, out, o);
+    buf[o] = 0;
+}
+
+bool fb_has_ctl(const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+        if (*c < 0x20 || *c == 0x7f)
+            return true;
+    return false;
+}
+
 static int verrf(struct fb_err *err, int code, int errnum, const char *fmt, va_list ap)
 {
     if (!err)
@@ -17,6 +49,7 @@ static int verrf(struct fb_err *err, int code, int errnum, const char *fmt, va_l
     int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     if (errnum && n >= 0 && (size_t)n < sizeof err->msg)
         snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", strerror(errnum));
+    one_line(err->msg, sizeof err->msg);
     return -1;
 }
 
@@ -121,8 +154,8 @@ void fb_warn(const char *fmt, ...)
     va_end(ap);
     if (n < 0)
         return;
-    if ((size_t)n > sizeof buf - 2)
-        n = sizeof buf - 2;
+    one_line(buf, sizeof buf - 1);
+    n = (int)strlen(buf);
     buf[n++] = '\n';
     fb_write_all(STDERR_FILENO, "fluebox: ", 9);
     fb_write_all(STDERR_FILENO, buf, (size_t)n);

@@ -259,6 +259,9 @@ int policy_set_hostname(struct fb_policy *p, const char *host, const char *name,
 {
     if (!*host || strlen(host) > 64)
         return fb_errf(err, FB_EXIT_SETUP, "%s %s: 1 to 64 characters", name, host);
+    if (fb_has_ctl(host))
+        return fb_errf(err, FB_EXIT_SETUP, "%s %s: control characters (a newline...) are not "
+                       "allowed in a host name", name, host);
     free(p->hostname);
     p->hostname = fb_xstrdup(host);
     return 0;
@@ -268,6 +271,10 @@ int policy_set_env(struct fb_policy *p, const char *kv, const char *name, struct
 {
     if (!strchr(kv, '=') || kv[0] == '=')
         return fb_errf(err, FB_EXIT_SETUP, "%s %s: expected K=V", name, kv);
+    cleanup_free char *key = fb_xstrndup(kv, (size_t)(strchr(kv, '=') - kv));
+    if (fb_has_ctl(key))
+        return fb_errf(err, FB_EXIT_SETUP, "%s %s: control characters are not allowed in a "
+                       "variable name", name, key);
     policy_add_env_set(p, kv);
     return 0;
 }
@@ -275,7 +282,7 @@ int policy_set_env(struct fb_policy *p, const char *kv, const char *name, struct
 int policy_set_env_pass(struct fb_policy *p, const char *key, const char *name,
                         struct fb_err *err)
 {
-    if (!*key || strchr(key, '='))
+    if (!*key || strchr(key, '=') || fb_has_ctl(key))
         return fb_errf(err, FB_EXIT_SETUP, "%s %s: expected a variable name", name, key);
     policy_add_env_pass(p, key);
     return 0;

@@ -27,6 +27,21 @@ expect_err "bad uid" 125 "--uid abc: expected a numeric id" run --uid abc -- tru
 expect_err "host id 0 refused" 125 "never maps host root" run --host-id 0 -- true
 expect_err "bad env" 125 "--env NOEQUALS: expected K=V" run --env NOEQUALS -- true
 expect_err "bad net mode" 125 "--net wifi: expected none, allow or host" run --net wifi -- true
+# Control characters: refused in a host name and a variable's name (a
+# value may hold a newline), and an error quoting a value is always one line.
+expect_err "a host name with a newline" 125 "--hostname a\\nb: control characters" run --hostname $'a\nb' -- true
+expect_err "a host name with a tab" 125 "control characters" run --hostname $'a\tb' -- true
+expect_err "a variable name with a control character" 125 "--env A\\x01: control characters are not allowed in a variable name" run --env $'A\x01=1' -- true
+expect_err "a variable name with a newline (--env-pass)" 125 "--env-pass A\\nB: expected a variable name" run --env-pass $'A\nB' -- true
+expect_out "a value may hold a newline" "multi|line" run -q --env $'A=multi\nline' -- sh -c 'printf %s "$A" | tr "\n" "|"'
+for bad in "--mem" "--timeout" "--cpus" "--allow-net" "--bind" "--net" "--profile" "--workspace"; do
+  run_fb run "$bad" $'x\ny' -- true
+  if [ "$RC" = 125 ] && [ "$(printf '%s\n' "$ERR" | wc -l)" = 1 ] && [[ $ERR == *'x\ny'* ]]; then
+    ok "$bad with a newline in its value: one line, the newline shown as \\n"
+  else
+    fail "$bad with a newline in its value: one line" "rc=$RC, $(printf '%s\n' "$ERR" | wc -l) lines: $ERR"
+  fi
+done
 expect_err "command not found inside" 127 "command not found" run -- /no/such/program
 expect_err "directory is not executable" 126 "Permission denied" run -- /usr
 
