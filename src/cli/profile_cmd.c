@@ -84,7 +84,10 @@ int cmd_profile(int argc, char **argv)
     return rc;
 }
 
-/* The subcommand, its operands checked for number. */
+/* The subcommand, its operands checked for number. Exit codes, as every
+ * command's: 125 when fluebox cannot do what was asked (a usage error, a
+ * profile show or bpf cannot load), 0 when it did; `check` alone answers a
+ * question, and its "no" (a profile that is missing or invalid) is 1. */
 static int profile_subcommand(const char *sub, int nops, char **ops, enum fb_sc_mode mode)
 {
     if (!strcmp(sub, "list")) {
@@ -109,7 +112,7 @@ static int profile_subcommand(const char *sub, int nops, char **ops, enum fb_sc_
         if (profile_load(&p, ops[0], &err) < 0) {
             fb_warn("%s", err.msg);
             policy_free(&p);
-            return 1;
+            return FB_EXIT_SETUP;
         }
         char *s = profile_to_json(&p);
         fputs(s, stdout);
@@ -157,7 +160,7 @@ static int profile_subcommand(const char *sub, int nops, char **ops, enum fb_sc_
         fflush(stdout);
         if (profile_load(&p, ops[0], &err) < 0 || seccomp_dump(&p, mode, 1, &err) < 0) {
             fb_warn("%s", err.msg);
-            rc = 1;
+            rc = FB_EXIT_SETUP;
         }
         policy_free(&p);
         return rc;

@@ -207,4 +207,11 @@ run_fb profile check "$T/good.json" "$T/my-agent.json"
 [ "$RC" = 1 ] && ok "profile check of several files fails when one does" || fail "profile check of several files" "exit $RC"
 expect_rc "profile with no subcommand is a usage error" 125 profile
 expect_rc "profile frobnicate is a usage error" 125 profile frobnicate
+# One convention (docs/profiles.md): 125 when fluebox cannot do what was
+# asked, 1 only for check's "no".
+expect_err "profile show of a missing profile exits 125, as run --profile does" 125 "no such built-in profile" profile show nosuch
+expect_err "profile bpf of a missing profile exits 125" 125 "no such built-in profile" profile bpf nosuch
+expect_err "run --profile of a missing profile exits 125" 125 "no such built-in profile" run --profile nosuch -- true
+expect_rc "profile show with two operands is a usage error (125)" 125 profile show standard strict
+expect_rc "profile check of a missing profile is check's no (1)" 1 profile check nosuch
 no_leftovers "no leftovers after bad profiles"
