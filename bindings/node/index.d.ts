@@ -179,6 +179,8 @@ export interface ExecResult<T extends string | Buffer = string> {
   exitCode: number;
   signal: string | null;
   timedOut: boolean;
+  /** The OOM killer of the session's memory cgroup ended it (exitCode 137, signal SIGKILL). */
+  oomKilled: boolean;
   durationMs: number;
   stdout: T;
   stderr: T;

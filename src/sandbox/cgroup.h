@@ -81,6 +81,9 @@ void cgroup_fallback_limits(const struct fb_cgroup *cg, int64_t *nproc, int64_t 
 
 /* Read usage counters. */
 void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u);
+/* The group's OOM kills so far (memory.events or memory.oom_control's
+ * oom_kill), -1 when it has no memory controller or no such counter. */
+int64_t cgroup_oom_kills(struct fb_cgroup *cg);
 
 /* Comma-separated names of limits applied / not applied ("memory,pids", ...).
  * Pointers stay valid until cgroup_destroy. */

@@ -183,6 +183,18 @@ static int64_t ticks_us(int64_t t)
     return t < 0 || hz <= 0 ? -1 : t * (1000000 / hz);
 }
 
+int64_t cgroup_oom_kills(struct fb_cgroup *cg)
+{
+    for (size_t i = 0; cg && i < cg->ndirs; i++) {
+        const struct cg_dir *d = &cg->dirs[i];
+        if (!(d->ctrls & BIT(C_MEM)))
+            continue;
+        return d->h->version == 2 ? read_key(d->fd, "memory.events", "oom_kill")
+                                  : read_key(d->fd, "memory.oom_control", "oom_kill");
+    }
+    return -1;
+}
+
 void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u)
 {
     u->mem_peak = u->mem_current = u->pids_peak = u->cpu_usage_us = u->oom_kills = -1;

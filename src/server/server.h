@@ -179,6 +179,8 @@ struct op {
     pid_t pid;
     bool started, exited, timed_out, stream, paused;
     int status;
+    int64_t oom_before; /* the session's OOM kills when it started, -1 unknown */
+    bool oom_killed;    /* SIGKILLed while the session's memory cgroup OOM-killed */
     struct xstream xs[2];
     int64_t out_bytes[2]; /* stdout, stderr: bytes the command wrote (the record) */
     struct watch win;

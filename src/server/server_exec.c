@@ -4,6 +4,8 @@
  * connection's flow control), feeding stdin, deadlines and the result. */
 #include "server.h"
 
+#include "cgroup.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
@@ -111,6 +113,7 @@ static json_t *exec_result(struct op *o)
     json_object_set_new(r, "exitCode", json_integer(code));
     json_object_set_new(r, "signal", sig ? json_string(sig) : json_null());
     json_object_set_new(r, "timedOut", json_boolean(timed));
+    json_object_set_new(r, "oomKilled", json_boolean(o->oom_killed));
     json_object_set_new(r, "durationMs",
                         json_integer((json_int_t)((o->end_ns - o->start_ns) / 1000000ull)));
     return r;
@@ -250,6 +253,7 @@ void on_exec_record(struct op *o, const char *opn, json_t *h)
     if (!strcmp(opn, "started") && !o->started) {
         o->started = true;
         o->pid = (pid_t)json_integer_value(json_object_get(h, "pid"));
+        o->oom_before = o->ss ? cgroup_oom_kills(o->ss->s->sb.cg) : -1;
         if (o->stream)
             send_event(o->c, o->id, "start",
                        json_pack("{s:s, s:i}", "execId", o->exec_id, "pid", (int)o->pid));
@@ -258,6 +262,11 @@ void on_exec_record(struct op *o, const char *opn, json_t *h)
     } else if (!strcmp(opn, "exit") && o->started && !o->exited) {
         o->exited = true;
         o->status = (int)json_integer_value(json_object_get(h, "status"));
+        /* An OOM kill is a SIGKILL: it was one when the session's memory
+         * cgroup counted a kill while this command ran. */
+        if (WIFSIGNALED(o->status) && WTERMSIG(o->status) == SIGKILL && !o->timed_out &&
+            o->oom_before >= 0 && o->ss)
+            o->oom_killed = cgroup_oom_kills(o->ss->s->sb.cg) > o->oom_before;
         o->end_ns = now_ns();
         o->grace_ns = o->end_ns + GRACE_NS;
         exec_maybe_finish(o, false);

@@ -7,7 +7,7 @@ import base64
 import json
 import sys
 
-from srvtest import main, check, wait_for, Server, test
+from srvtest import main, check, wait_for, Server, test, ROOT
 
 
 @test
@@ -37,6 +37,7 @@ def t_exec(srv):
     check("exec command not found: 127", r["exitCode"] == 127 and "not found" in r["stderr"], r)
     r = c.call("exec", {"session": s, "command": "kill -9 $$"})
     check("exec killed by a signal: 137 SIGKILL", r["exitCode"] == 137 and r["signal"] == "SIGKILL", r)
+    check("exec killed by a signal, not by the OOM killer: oomKilled false", r.get("oomKilled") is False, r)
     r = c.call("exec", {"session": s, "command": "sleep 30", "timeoutMs": 300})
     check("exec timeout: 124, timedOut", r["exitCode"] == 124 and r["timedOut"] and r["signal"] == "SIGKILL", r)
     check("exec timeout: a note on stderr", "timed out after 300 ms" in r["stderr"], r)
@@ -129,6 +130,23 @@ def t_exec_limits(srv_args=("--max-execs", "2", "--max-sessions", "2")):
         check("execs per session: free again after they end", r["stdout"] == "again\n", r)
     finally:
         srv.cleanup()
+
+
+@test
+def t_exec_oom(srv):
+    """An exec the OOM killer ends says so (oomKilled), not only 137."""
+    if not ROOT:
+        print("ok - exec oomKilled # SKIP needs root (a memory cgroup for the session)")
+        return
+    c = srv.conn()
+    s = c.call("session.create", {"limits": {"memory": "64M", "disk": "16M"}})["session"]
+    r = c.call("exec", {"session": s, "argv": ["python3", "-c", "b = [bytearray(1 << 20) for _ in range(512)]"]})
+    check("exec OOM-killed: 137, SIGKILL, oomKilled true",
+          r["exitCode"] == 137 and r["signal"] == "SIGKILL" and r.get("oomKilled") is True, str(r)[:300])
+    r = c.call("exec", {"session": s, "command": "echo still here"})
+    check("the session serves the next exec after an OOM kill, oomKilled false",
+          r["stdout"] == "still here\n" and r.get("oomKilled") is False, r)
+    c.call("session.destroy", {"session": s})
 
 
 if __name__ == "__main__":

@@ -277,7 +277,7 @@ class Session {
 
   /**
    * Runs a command (a shell string, or an argv array) and resolves with
-   * { exitCode, stdout, stderr, signal, timedOut, durationMs, execId, ... }
+   * { exitCode, stdout, stderr, signal, timedOut, oomKilled, durationMs, execId, ... }
    * whatever the exit code. `signal` (AbortSignal) kills the command and
    * rejects with an AbortError.
    */

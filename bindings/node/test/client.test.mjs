@@ -117,6 +117,7 @@ describe('exec', () => {
     assert.equal(r.stdout, 'out\n');
     assert.equal(r.stderr, 'err\n');
     assert.equal(r.timedOut, false);
+    assert.equal(r.oomKilled, false);
     assert.equal(typeof r.durationMs, 'number');
     assert.match(r.execId, /^n[0-9a-f]{16}$/);
   });

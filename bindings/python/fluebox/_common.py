@@ -46,6 +46,7 @@ class ExecResult:
     stderr: Union[str, bytes] = ""
     signal: Optional[str] = None
     timed_out: bool = False
+    oom_killed: bool = False  # ended by the OOM killer of the session's memory cgroup
     duration_ms: int = 0
     exec_id: str = ""
     stdout_truncated: bool = False
@@ -74,6 +75,7 @@ class ExecResult:
             stderr=stderr if stderr is not None else dec(r.get("stderr")),
             signal=r.get("signal"),
             timed_out=bool(r.get("timedOut", False)),
+            oom_killed=bool(r.get("oomKilled", False)),
             duration_ms=int(r.get("durationMs", 0) or 0),
             exec_id=r.get("execId", ""),
             stdout_truncated=bool(r.get("stdoutTruncated", False)),

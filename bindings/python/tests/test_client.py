@@ -138,6 +138,7 @@ class ClientTest(unittest.TestCase):
         r = self.s.exec("echo out; echo err >&2; exit 3")
         self.assertIsInstance(r, ExecResult)
         self.assertEqual((r.exit_code, r.stdout, r.stderr, r.timed_out), (3, "out\n", "err\n", False))
+        self.assertIs(r.oom_killed, False)
         self.assertFalse(r.ok)
         self.assertRegex(r.exec_id, r"^p[0-9a-f]{16}$")
 
