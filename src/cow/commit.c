@@ -191,6 +191,51 @@ static bool going(const struct pathlist *gone, const char *path, bool parents)
     return parents ? pl_has_parent(gone, path) : pl_has(gone, path);
 }
 
+/* Would a symlink at path with this target lead outside the workspace: an
+ * absolute target (a host secret, /proc/1/root/...), or more ".." than the
+ * link has directories above it? Read as text, never resolved. */
+static bool link_escapes(const char *path, const char *target)
+{
+    if (!*target || *target == '/')
+        return *target == '/';
+    int depth = 0;
+    for (const char *s = path; (s = strchr(s, '/')); s++)
+        depth++;
+    for (const char *s = target; *s;) {
+        size_t n = strcspn(s, "/");
+        if (n == 2 && s[0] == '.' && s[1] == '.') {
+            if (--depth < 0)
+                return true;
+        } else if (n > 0 && !(n == 1 && s[0] == '.')) {
+            depth++;
+        }
+        s += n;
+        while (*s == '/')
+            s++;
+    }
+    return false;
+}
+
+/* A new or changed symlink pointing outside the workspace is a conflict:
+ * committed, it would put a link to the host's files (or /proc/1/root) into
+ * the host workspace, for the next tool that follows it. Forced, it is
+ * written as any conflict is. */
+static void check_link(struct fb_cow *c, const struct fb_change *x, struct fb_commit *r)
+{
+    if (x->kind != FB_K_LINK || x->status == FB_CHG_DELETED)
+        return;
+    struct fb_text t = {0};
+    if (changes_read_upper(c, x->path, FB_K_LINK, &t) == 0) {
+        text_add(&t, "", 1);
+        if (link_escapes(x->path, t.p)) {
+            char why[600];
+            snprintf(why, sizeof why, "a symlink pointing outside the workspace (%.500s)", t.p);
+            conflict(r, x->path, why);
+        }
+    }
+    text_free(&t);
+}
+
 /* Check one change; adds conflicts to r. */
 static void check(struct fb_cow *c, const struct pathlist *gone, const struct fb_change *x,
                   struct fb_commit *r)
@@ -674,6 +719,7 @@ int commit_apply(struct fb_cow *c, const struct fb_changes *ch, char *const *sel
             break;
         }
         check(c, &gone, v[i], res);
+        check_link(c, v[i], res);
     }
     if (rc == 0 && res->nconflicts && !force) {
         fb_errf(err, FB_EXIT_SETUP, "%zu conflict%s: nothing was committed", res->nconflicts,

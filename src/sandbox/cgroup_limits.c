@@ -16,6 +16,9 @@ static int write_i64(int fd, const char *file, int64_t v, const char *unlimited)
     return fb_write_fileat(fd, file, buf);
 }
 
+/* The most a v1 memory cgroup's sockets may hold (memory.kmem.tcp). */
+#define V1_TCP_MAX (64LL << 20)
+
 /* v1 memory: limit_in_bytes and, with swap accounting, memsw.limit_in_bytes
  * at the same value (no swap). memsw must stay >= limit at every step, so
  * the order depends on the direction of the change: retry the other way. */
@@ -29,6 +32,14 @@ static int v1_memory(struct fb_cgroup *cg, int fd, int64_t mem)
     }
     if (rc < 0)
         return -1;
+    /* Socket buffers are charged to a v1 memory cgroup only once it has a
+     * TCP limit (v2 charges them with the rest): a quarter of --mem, at
+     * most V1_TCP_MAX, so connections the sandbox never reads cannot pin
+     * host memory beyond it (past it TCP slows down: the kernel drops what
+     * it cannot queue and the peer sends again). Kernels without the file
+     * (or that refuse it) keep the old way. */
+    int64_t tcp = mem > 0 ? (mem / 4 < V1_TCP_MAX ? mem / 4 : V1_TCP_MAX) : -1;
+    write_i64(fd, "memory.kmem.tcp.limit_in_bytes", tcp, "-1");
     if (write_i64(fd, "memory.memsw.limit_in_bytes", mem, "-1") == 0)
         return 0;
     if (errno != ENOENT)

@@ -2,6 +2,9 @@
  * new network namespace while it still holds CAP_NET_ADMIN and
  * CAP_NET_BIND_SERVICE in its user namespace.
  *
+ * Both: TCP autotuning bounded at NET_TCP_BUF_MAX per queue (tcp_rmem and
+ * tcp_wmem of this namespace), so connections the sandbox never reads hold
+ * little kernel memory (outside the memory cgroup on v1).
  * none:  loopback up and the resolver's sockets (127.0.0.53:53, served by
  *        the supervisor, which answers NXDOMAIN to every name). There is
  *        no other interface and no route, so every address but loopback is
@@ -47,6 +50,34 @@ static int loopback_up(struct fb_err *err)
     if (rc < 0)
         return fb_errno(err, FB_EXIT_SETUP, "bringing up loopback");
     return 0;
+}
+
+/* The most a TCP socket of the sandbox's own network namespace may hold in
+ * its receive or send queue by autotuning (tcp_rmem/tcp_wmem's maximum,
+ * per network namespace). The host's can be 32 MiB: 32 connections through
+ * the relay that the sandbox never reads then pinned ~1 GiB of kernel
+ * memory, outside --mem on cgroup v1. 1 MiB is what the relay gives each of
+ * its own socket buffers at most (relay.c's SHARE_MAX / 8). */
+#define NET_TCP_BUF_MAX (1u << 20)
+
+/* Lower the maximum (the third field) of one of those sysctls, and the
+ * default with it. Best effort: a host whose /proc/sys is read-only keeps
+ * the kernel's values (and memory.kmem.tcp, or cgroup v2, bounds it). */
+static void clamp_tcp_sysctl(const char *path)
+{
+    char buf[128];
+    unsigned long lo, def, max;
+    if (fb_read_file(path, buf, sizeof buf) <= 0 || sscanf(buf, "%lu %lu %lu", &lo, &def, &max) != 3)
+        return;
+    if (max <= NET_TCP_BUF_MAX)
+        return;
+    max = NET_TCP_BUF_MAX;
+    if (def > max)
+        def = max;
+    if (lo > def)
+        lo = def;
+    snprintf(buf, sizeof buf, "%lu %lu %lu", lo, def, max);
+    fb_write_file(path, buf);
 }
 
 /* ip addr add 198.18.0.1/15 dev lo, over rtnetlink. */
@@ -144,6 +175,9 @@ int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb
     *nfds = 0;
     if (loopback_up(err) < 0)
         return -1;
+    /* /proc/sys/net is the namespace of whoever opens it: ours. */
+    clamp_tcp_sysctl("/proc/sys/net/ipv4/tcp_rmem");
+    clamp_tcp_sysctl("/proc/sys/net/ipv4/tcp_wmem");
     if (p->net == FB_NET_NONE) {
         /* Only the resolver, which answers every name at once (NXDOMAIN):
          * a lookup fails as "not found", which tools do not retry, instead

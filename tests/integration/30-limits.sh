@@ -237,6 +237,27 @@ run_fb run -q --fsize 1M -- sh -c 'dd if=/dev/zero of=/tmp/big bs=1M count=4 2>&
 size=$(echo "$OUT" | tail -1)
 case "$size" in ''|*[!0-9]*) fail "--fsize" "$OUT $ERR";; *) [ "$size" -le $((1 << 20)) ] && ok "--fsize 1M stops the file at 1M" || fail "--fsize 1M" "$size bytes";; esac
 
+# --- socket buffers in a v1 memory cgroup ---------------------------------------------
+# v1 charges socket memory to a memory cgroup only once it has a TCP limit
+# (v2 charges it with the rest): a quarter of --mem, at most 64 MiB.
+v1mem=$(awk '$3 == "cgroup" && $4 ~ /(^|,)memory(,|$)/ {print $2; exit}' /proc/mounts)
+if [ -n "$CG" ] && [ -n "$v1mem" ] && [ -e "$v1mem/memory.kmem.tcp.limit_in_bytes" ]; then
+  for m in 128M:33554432 1G:67108864; do
+    "$FB" run -q --mem "${m%%:*}" -- sh -c "echo started; sleep 5$mark" > "$T/k.out" 2>&1 &
+    fbpid=$!
+    tcp_started() { grep -q started "$T/k.out" 2>/dev/null; }
+    wait_for 20 tcp_started
+    d=$(find "$v1mem" -maxdepth 7 -type d -name "fluebox-$fbpid-*" 2>/dev/null | head -n 1)
+    got=$(cat "$d/memory.kmem.tcp.limit_in_bytes" 2>/dev/null)
+    kill -TERM "$fbpid"; wait "$fbpid" 2>/dev/null
+    [ "$got" = "${m#*:}" ] && ok "v1: --mem ${m%%:*} gives the sandbox's sockets memory.kmem.tcp.limit_in_bytes ${m#*:}" ||
+      fail "v1: --mem ${m%%:*}: memory.kmem.tcp.limit_in_bytes" "${got:-none} in ${d:-no cgroup}, want ${m#*:}"
+    rm -f "$T/k.out"
+  done
+else
+  skip "v1: the sandbox's sockets get memory.kmem.tcp.limit_in_bytes" "no v1 memory cgroup with TCP accounting here (v2 charges socket memory with the rest)"
+fi
+
 # --- POSIX message queues: RLIMIT_MSGQUEUE per sandbox -----------------------------
 # The kernel charges queue bytes to the user; rootless that is the caller's
 # own budget (819,200 bytes by default, 9 queues of the default size), which

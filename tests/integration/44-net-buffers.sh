@@ -83,6 +83,20 @@ if [ -n "$relay_in" ] && [ "$total" -le "$BUDGET" ]; then
 else
   fail "the relay's socket queues stay within the budget" "host $peak_host + sandbox side ${relay_in:-?} > $BUDGET"
 fi
+# The sandbox's own sockets (its 32 receive buffers raised to 64 MiB) are
+# charged to its memory cgroup: on v1 with TCP accounting that is at most
+# 64 MiB (memory.kmem.tcp.limit_in_bytes); they held ~290 MiB before.
+own=${inside##*own=}; own=${own%% *}
+v1mem=$(awk '$3 == "cgroup" && $4 ~ /(^|,)memory(,|$)/ {print $2; exit}' /proc/mounts)
+if [ "$FB_AS" = root ] && [ -n "$v1mem" ] && [ -e "$v1mem/memory.kmem.tcp.limit_in_bytes" ]; then
+  if [ -n "$own" ] && [ "$own" -le $(( (64 + 4) << 20 )) ]; then
+    ok "v1: the sandbox's own socket queues stay within memory.kmem.tcp's 64 MiB ($((own >> 10)) KiB)"
+  else
+    fail "v1: the sandbox's own socket queues stay within memory.kmem.tcp's 64 MiB" "${own:-?} bytes"
+  fi
+else
+  skip "v1: the sandbox's own socket queues stay within memory.kmem.tcp's 64 MiB" "not root on a v1 memory cgroup with TCP accounting"
+fi
 if /usr/bin/python3 -c '
 import json, sys
 n = json.load(open(sys.argv[1]))["network"]
@@ -90,4 +104,17 @@ p, b = n["relay_buffer_peak_bytes"], n["relay_buffer_budget_bytes"]
 assert b == int(sys.argv[2]) and int(sys.argv[3]) // 2 <= p <= b, (p, b)
 ' "$T/report.json" "$BUDGET" "$total" 2>"$T/rep.err"; then ok "the report's peak is within the budget and sees the queues"
 else fail "the report's peak is within the budget and sees the queues" "$(tail -c 300 "$T/rep.err")"; fi
+# The sandbox's own sockets: TCP autotuning in its network namespace stops at
+# 1 MiB per queue (the host's maximum can be 32 MiB, which 32 unread
+# connections multiplied, outside --mem on cgroup v1).
+for mode in "--net none" "--allow-net api.test:$FLOOD --egress-resolve api.test=127.0.0.1"; do
+  # shellcheck disable=SC2086
+  run_fb run -q $mode -- sh -c 'cat /proc/sys/net/ipv4/tcp_rmem /proc/sys/net/ipv4/tcp_wmem'
+  maxes=$(printf '%s\n' "$OUT" | awk '{print $3}' | tr '\n' ' ')
+  if [ "$RC" = 0 ] && [ "$(printf '%s\n' "$OUT" | awk 'NF == 3 && $3 <= 1048576' | wc -l)" = 2 ]; then
+    ok "${mode%% *}: tcp_rmem and tcp_wmem stop at 1 MiB in the sandbox ($maxes)"
+  else
+    fail "${mode%% *}: tcp_rmem and tcp_wmem stop at 1 MiB in the sandbox" "rc $RC: $OUT $ERR"
+  fi
+done
 no_leftovers "no leftovers"

@@ -229,6 +229,10 @@ def cmd_hold(host, down_port, up_port, n, sync):
     import os, time
     n = int(n)
     conns = []
+    # Resolved once, first: once the connections below fill what the
+    # sandbox's sockets may hold (memory.kmem.tcp on cgroup v1), a DNS
+    # answer has no room left either.
+    host = socket.gethostbyname(host)
     for _ in range(n):
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 20)
