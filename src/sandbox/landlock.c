@@ -666,7 +666,8 @@ size_t landlock_lost(const struct fb_policy *p, int abi, const char **out, size_
     v[n++] = "no user namespace: the command runs as the caller's uid (as root: the "
              "workspace's owner, or an unprivileged id of its own), not as a user of a "
              "namespace";
-    v[n++] = "no pid namespace: other processes of the same uid are visible by pid (not "
+    v[n++] = "no pid namespace: whether a host pid exists shows through pidfd_open (any "
+             "user's process); other processes of the same uid are visible by pid (not "
              "readable or traceable); what the command leaves running is killed at the end, "
              "but not if fluebox itself is killed with SIGKILL";
     v[n++] = "no mount namespace: host paths as they are (the workspace at its own path, not "

@@ -82,6 +82,13 @@ if [ -f "$WS/out.txt" ] && [ "$(cat "$WS/out.txt")" = "made inside" ]; then ok "
 if as_root; then has "uid 1000" "as root the command runs as the workspace's owner, never root"; fi
 jtrue "report: isolation is landlock" "$T/r1.json" 'r["isolation"] == "landlock"'
 jtrue "report: the guarantees that do not hold are listed" "$T/r1.json" 'len(r["guarantees_not_held"]) >= 5 and any("pid namespace" in g for g in r["guarantees_not_held"]) and any("network namespace" in g for g in r["guarantees_not_held"])'
+# Without a pid namespace, pidfd_open on a host pid (of any user) tells
+# whether it exists: not a boundary Landlock keeps, so the report says so.
+sleep 300 & LLPID=$!
+run_fb run "${LL[@]}" -- "$PY" -c "import os, sys; os.pidfd_open(int(sys.argv[1])); print('exists')" "$LLPID"
+kill "$LLPID"; wait "$LLPID" 2>/dev/null
+[ "$OUT" = exists ] && ok "landlock: pidfd_open on a host pid tells that it exists" || fail "landlock: pidfd_open on a host pid" "rc $RC: $OUT $ERR"
+jtrue "report: the existence of host pids is listed as not held" "$T/r1.json" 'any("pidfd_open" in g for g in r["guarantees_not_held"])'
 jtrue "report: --disk is not applied" "$T/r1.json" '"disk" in r["limits_not_applied"] and "disk" not in r["limits_applied"]'
 run_fb run -q --report "$T/r0.json" -- true
 jtrue "report: a namespaced run says namespaces, nothing lost" "$T/r0.json" 'r["isolation"] == "namespaces" and r["guarantees_not_held"] == []'

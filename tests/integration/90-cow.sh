@@ -112,6 +112,32 @@ else fail "cow: a failing command is not committed" "rc=$RC"; fi
 expect_err "cow: --commit needs --cow" 125 "--commit needs --cow" run --workspace $W/fails --commit -- true
 expect_err "cow: --cow needs --workspace" 125 "--cow needs --workspace" run --cow -- true
 
+# 5b. A symlink pointing outside the workspace (an absolute target, /proc/1/root,
+# more ".." than it has directories above it) is a conflict: nothing is
+# committed. Links inside the workspace, "../" ones included, are not.
+mkrepo $W/links
+run_fb run --workspace $W/links --cow --commit -- sh -c 'ln -s /etc/shadow secret; echo x > new.txt'
+if [ "$RC" = 125 ] && [ ! -e $W/links/secret ] && [ ! -L $W/links/secret ] && [ ! -e $W/links/new.txt ] &&
+   [[ $ERR == *"secret: a symlink pointing outside the workspace (/etc/shadow)"* ]]; then
+  ok "cow: an absolute symlink is a conflict, nothing committed"
+else
+  fail "cow: an absolute symlink is a conflict, nothing committed" "rc=$RC $ERR $(ls -l $W/links/secret 2>&1)"
+fi
+for target in /proc/1/root/etc ../outside d/../../outside d/sub/../../../x; do
+  run_fb run --workspace $W/links --cow --commit -- ln -s "$target" lnk
+  if [ "$RC" = 125 ] && [ ! -L $W/links/lnk ] && [[ $ERR == *"pointing outside the workspace"* ]]; then
+    ok "cow: a symlink to $target is not committed"
+  else
+    fail "cow: a symlink to $target is not committed" "rc=$RC $ERR"
+  fi
+done
+run_fb run --workspace $W/links --cow --commit -- sh -c 'ln -s ../main.c d/up; ln -s sub/./x d/in; ln -s main.c here'
+if [ "$RC" = 0 ] && [ "$(readlink $W/links/d/up)" = ../main.c ] && [ -L $W/links/d/in ] && [ -L $W/links/here ]; then
+  ok "cow: symlinks inside the workspace are committed"
+else
+  fail "cow: symlinks inside the workspace are committed" "rc=$RC $ERR"
+fi
+
 # 6. Nothing to report: an empty change list, exit code passes through.
 run_fb run --workspace $W/fails --cow --changes - -- cat main.c
 case "$OUT" in *'"changes":[]'*) ok "cow: no changes, empty list" ;; *) fail "cow: no changes, empty list" "$OUT" ;; esac
