@@ -95,6 +95,7 @@ int fb_err_wrap(struct fb_err *err, const char *fmt, ...)
         memcpy(err->msg, ctx, cl);
         err->msg[cl] = 0;
     }
+    one_line(err->msg, sizeof err->msg);
     if (!err->code)
         err->code = FB_EXIT_SETUP;
     return -1;
