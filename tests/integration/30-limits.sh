@@ -255,7 +255,7 @@ if [ -n "$CG" ] && [ -n "$v1mem" ] && [ -e "$v1mem/memory.kmem.tcp.limit_in_byte
     rm -f "$T/k.out"
   done
 else
-  skip "v1: the sandbox's sockets get memory.kmem.tcp.limit_in_bytes" "no v1 memory cgroup with TCP accounting here (v2 charges socket memory with the rest)"
+  skip "v1: the sandbox's sockets get memory.kmem.tcp.limit_in_bytes" "no cgroup limits here, or no v1 memory cgroup with TCP accounting (v2 charges socket memory with the rest)"
 fi
 
 # --- POSIX message queues: RLIMIT_MSGQUEUE per sandbox -----------------------------
