@@ -11,6 +11,12 @@
  * at exit). 0, or -1 when fd is not a terminal. */
 int fb_tty_raw(int fd);
 void fb_tty_restore(void);
+/* Every terminal on 0, 1, 2 as it is now, put back (when it changed and
+ * fluebox is in its foreground) by fb_tty_put_back, at exit() and on a
+ * fatal signal: a command that shares the caller's terminal (run without
+ * -t) cannot leave it changed. */
+void fb_tty_keep(void);
+void fb_tty_put_back(void);
 /* The caller's terminal size: false when none of 0, 1, 2 is a terminal. */
 bool fb_tty_size(int *rows, int *cols);
 

@@ -12,6 +12,7 @@
 #include "client.h"
 #include "pty.h"
 #include "toolchain.h"
+#include "userdir.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -49,14 +50,31 @@ static int check_peer(int fd, const char *sock, struct fb_err *err)
                    sock, (unsigned)cr.uid, (unsigned)me, (unsigned)cr.uid);
 }
 
+/* Nothing listens at sock (or its directory does not exist): one line
+ * that says so and how to start a server. */
+static int no_server(const char *sock, struct fb_err *err)
+{
+    return fb_errf(err, FB_EXIT_SETUP,
+                   "no `fluebox serve` is running at %s: start one with `fluebox serve &` "
+                   "(or point FLUEBOX_SOCKET or --socket at a running one)",
+                   sock);
+}
+
 int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
 {
     static char def[108];
     memset(c, 0, sizeof *c);
     c->fd = -1;
     if (!sock) {
-        if (proto_default_socket(def, sizeof def, false, err) < 0)
+        if (proto_default_socket(def, sizeof def, false, err) < 0) {
+            /* No private directory yet: no server ever started here. */
+            if (errno == ENOENT) {
+                snprintf(def, sizeof def, "/tmp/fluebox-%u/fluebox.sock",
+                         (unsigned)fb_outer_uid(geteuid()));
+                return no_server(def, err);
+            }
             return -1;
+        }
         sock = def;
     }
     c->path = sock;
@@ -76,6 +94,8 @@ int cli_connect(struct cli *c, const char *sock, struct fb_err *err)
         close(c->fd);
         c->fd = -1;
         errno = e;
+        if (e == ENOENT || e == ECONNREFUSED)
+            return no_server(sock, err);
         return fb_errno(err, FB_EXIT_SETUP, "cannot reach the server at %s (is `fluebox serve` running?)", sock);
     }
     if (check_peer(c->fd, sock, err) < 0) {

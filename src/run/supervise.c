@@ -514,6 +514,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         snprintf(res->error, sizeof res->error, "%s", err->msg);
         return -1;
     }
+    fb_tty_keep(); /* the caller's terminal, put back however the command left it */
 
     /* Block the signals we forward before the child exists, so none is lost. */
     sigset_t set, old;
@@ -541,6 +542,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
     if (loop_open(&r, &set, err) < 0 || loop_run(&r, err) < 0)
         goto fatal;
     tty_end(&r.tty);
+    fb_tty_put_back();
     siginfo_t si;
     collect(&r, &si);
     /* Measured once more: the command may have filled the layer and ended
@@ -567,6 +569,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
 
 fatal:
     tty_end(&r.tty);
+    fb_tty_put_back();
     scnotify_finish(r.scn, NULL);
     loop_close(&r);
     sandbox_kill(&r.sb);

@@ -179,9 +179,40 @@ one_line && ok "  ... on one line" || fail "--report: one line" "$ERR"
 expect_err "--server --print-path: refused, 125" 125 "--print-path is not available with --server" run --server "$SOCK" --print-path -- true
 expect_err "--server with a bad limit: 125" 125 "--mem" run --server "$SOCK" --mem lots -- true
 expect_err "--server without \"--\": 125" 125 'missing "--"' run --server "$SOCK"
-expect_err "--server with no server there: 125 and why" 125 "cannot reach the server" run --server "$T/none.sock" -- true
-expect_err "--server with a missing workspace: 125" 125 "nope" run --server "$SOCK" --workspace "$T/nope" -- true
-expect_err "--server=: an empty path, 125" 125 "empty socket path" run --server= -- true
+# No server there: one line that names the socket, says no `fluebox serve`
+# runs there and how to start one (not a bare "No such file or directory").
+no_server() { # NAME ARGS...
+  local name=$1; shift
+  expect_err "$name: 125, no fluebox serve is running there" 125 "no \`fluebox serve\` is running at $T/none.sock: start one with \`fluebox serve &\`" "$@"
+  one_line || fail "$name: one line" "$ERR"
+}
+no_server "run --server with no server there" run --server "$T/none.sock" -- true
+no_server "exec with no server there" exec --socket "$T/none.sock" s1 -- true
+no_server "session create with no server there" session create --socket "$T/none.sock"
+no_server "session ls with no server there" session ls --socket "$T/none.sock"
+FLUEBOX_SOCKET=$T/none.sock no_server "FLUEBOX_SOCKET with no server there" session ls
+# A socket file nobody listens on (a server that was SIGKILLed): the same.
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/stale.sock"
+chmod 777 "$T/stale.sock"
+expect_err "a socket nobody listens on: no fluebox serve is running there" 125 "no \`fluebox serve\` is running at $T/stale.sock" session ls --socket "$T/stale.sock"
+rm -f "$T/stale.sock"
+# The default socket of a user whose private directory does not exist yet
+# (root becomes a uid nobody has, with no /tmp/fluebox-UID).
+if as_root; then
+  NOBODY_UID=$(( 3000000 + $$ % 100000 ))
+  UDIR=/tmp/fluebox-$NOBODY_UID
+  if [ ! -e "$UDIR" ] && [ ! -e "/run/user/$NOBODY_UID" ]; then
+    ERR=$(cd / && setpriv --reuid=$NOBODY_UID --regid=$NOBODY_UID --clear-groups -- env -u XDG_RUNTIME_DIR -u FLUEBOX_SOCKET "$FB" session ls 2>&1 >/dev/null); RC=$?
+    case "$RC $ERR" in
+      "125 fluebox: no \`fluebox serve\` is running at $UDIR/fluebox.sock: start one with"*) ok "the default socket with no directory yet: 125, no fluebox serve is running there" ;;
+      *) fail "the default socket with no directory yet" "rc=$RC $ERR" ;;
+    esac
+    one_line || fail "the default socket with no directory yet: one line" "$ERR"
+    [ ! -e "$UDIR" ] && ok "  ... and no directory is made for it" || { fail "the default socket: a directory was made" "$UDIR"; rm -rf "$UDIR"; }
+  else
+    skip "the default socket with no directory yet" "$UDIR exists"
+  fi
+fi
 
 # --- nothing left behind -------------------------------------------------------------------------
 run_fb session ls --json --socket "$SOCK"

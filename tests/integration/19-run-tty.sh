@@ -7,7 +7,9 @@
 # that terminal is denied, the exit status passes through (and a timeout's
 # 124), the caller's terminal is back in its own mode afterwards; with stdin
 # not a terminal the pty is still there and stdin's data (and its end)
-# reach the command.
+# reach the command; input typed ahead is kept; without -t what the command
+# changes on the caller's terminal (stty) is put back at the end, after a
+# signal too.
 . "$ROOT/tests/lib.sh"
 
 command -v python3 >/dev/null || skip_all "missing: python3"
@@ -189,6 +191,59 @@ code = status(pid)
 ok("run -t and SIGTERM: exit 143") if code == 143 else fail("SIGTERM", code)
 restored(fd, "after a signal the caller's terminal is restored")
 os.close(fd)
+
+# 4. Typed ahead: keys typed before fluebox puts the terminal in raw mode
+# (or a line piped in under script(1)) reach the command; none is dropped.
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(fb[0], fb + ["run", "-t", "--", "sh", "-c", "IFS= read -r l; echo \"GOT<$l>\"; exit 3"])
+os.write(fd, b"typed-ahead\n")  # before the run starts: it waits in the terminal
+t = Term(fd)
+if t.expect("GOT<typed-ahead>", 30):
+    ok("run -t: input typed ahead before the run started reaches the command")
+    code = status(pid)
+    ok("  ... and the run ends (exit 3)") if code == 3 else fail("typed ahead: exit", code)
+else:
+    fail("run -t: input typed ahead", "lost: %r" % t.buf[-200:])
+    os.kill(pid, signal.SIGKILL)
+    status(pid)
+os.close(fd)
+
+# 5. Without -t the command shares the caller's terminal: what it changes
+# there (echo, canonical mode, the interrupt key) is put back at the end.
+def settings_back(fd, name):
+    a = termios.tcgetattr(fd)
+    if a[3] & termios.ICANON and a[3] & termios.ECHO and a[6][termios.VINTR] == b"\x03":
+        ok(name)
+    else:
+        fail(name, "lflag=%#x intr=%r" % (a[3], a[6][termios.VINTR]))
+
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(fb[0], fb + ["run", "--", "sh", "-c", "stty -echo -icanon intr undef; echo CHANGED$((1))"])
+t = Term(fd)
+t.expect("CHANGED1")
+code = status(pid)
+ok("run without -t: stty inside runs (exit 0)") if code == 0 else fail("stty run", code)
+settings_back(fd, "run without -t: the caller's terminal is put back (echo, canonical, Ctrl-C)")
+os.close(fd)
+
+# ... also when fluebox ends on a signal: SIGTERM (forwarded, exit 143) and
+# SIGALRM (fatal to fluebox itself).
+for sig, want in ((signal.SIGTERM, 143), (signal.SIGALRM, -signal.SIGALRM)):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execvp(fb[0], fb + ["run", "--", "sh", "-c", "stty -echo -icanon intr undef; echo CHANGED$((2)); exec sleep 300"])
+    t = Term(fd)
+    t.expect("CHANGED2")
+    lflag = termios.tcgetattr(fd)[3]
+    if lflag & termios.ECHO:
+        fail("%s: the command changed the terminal" % sig.name, "lflag=%#x" % lflag)
+    os.kill(pid, sig)
+    code = status(pid)
+    ok("run without -t and %s: exit %d" % (sig.name, want)) if code == want else fail("%s exit" % sig.name, code)
+    settings_back(fd, "run without -t: after %s the caller's terminal is put back" % sig.name)
+    os.close(fd)
 PY
 
 # stdin not a terminal: the pty is there all the same, stdin's data and its
