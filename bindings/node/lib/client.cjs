@@ -8,6 +8,7 @@
 // turning AbortSignals into exec.kill.
 
 const crypto = require('node:crypto');
+const { posix } = require('node:path');
 const { Connection } = require('./connection.cjs');
 const { defaultSocketPath, trustedUids, checkSocketPath, PrivateServer } = require('./server.cjs');
 const {
@@ -368,8 +369,13 @@ class Session {
   }
 
   /**
-   * Writes a file (text or bytes). Creates missing parent directories unless
-   * `parents: false`. Large data goes in several requests (append).
+   * Writes a file (text or bytes), all or nothing. Creates missing parent
+   * directories unless `parents: false`. Data that fits one request is one
+   * file.write (the server writes it whole or not at all); larger data goes
+   * to a hidden file next to the target in chunks, renamed over the target
+   * once all of it is there, and removed if anything fails, so the target
+   * is as it was (or absent). An append is written in place (the server cuts
+   * a failed request back), as are the cases the server writes in place.
    */
   async writeFile(path, data, opts = {}) {
     checkKeys(opts, new Set(['mode', 'append', 'parents', 'exclusive']), 'writeFile');
@@ -377,12 +383,58 @@ class Session {
     base.parents = opts.parents !== false;
     if (opts.mode !== undefined) base.mode = opts.mode;
     if (opts.exclusive) base.exclusive = true;
-    let append = !!opts.append;
+    const append = !!opts.append;
     if (typeof data === 'string' && data.length <= WRITE_CHUNK / 3) {
       const r = await this._req('file.write', { ...base, data, encoding: 'utf8', append });
       return r.bytesWritten;
     }
     const bytes = toBytes(data);
+    if (bytes.length <= WRITE_CHUNK || append) return this._writeChunks(base, bytes, append);
+    // Where the data lands: the last component's symlinks followed, as the
+    // server's own write does; the new file takes the old one's mode.
+    let target = path;
+    let mode = opts.mode;
+    for (let i = 0; i < 40; i++) {
+      let st;
+      try {
+        st = await this._req('file.stat', { path: target, follow: false });
+      } catch (e) {
+        if (e.code !== 'ENOENT' && e.code !== 'ENOTDIR') throw e;
+        break;
+      }
+      if (st.type === 'symlink' && typeof st.target === 'string') {
+        target = st.target.startsWith('/') ? st.target : posix.join(posix.dirname(target), st.target);
+        continue;
+      }
+      if (mode === undefined && st.type === 'file' && Number.isInteger(st.mode)) mode = st.mode & 0o7777;
+      break;
+    }
+    const tmp = posix.join(posix.dirname(target), `.fluebox-write-${crypto.randomBytes(8).toString('hex')}.part`);
+    const tbase = { path: tmp, parents: base.parents, exclusive: true };
+    if (mode !== undefined) tbase.mode = mode;
+    let written;
+    try {
+      written = await this._writeChunks(tbase, bytes.subarray(0, WRITE_CHUNK), false);
+    } catch (e) {
+      if (e.code !== 'EACCES') throw e;
+      return this._writeChunks(base, bytes, false); // a directory the sandbox user may not write in
+    }
+    try {
+      written += await this._writeChunks({ path: tmp }, bytes.subarray(WRITE_CHUNK), true);
+      const rename = { from: tmp, to: target };
+      if (opts.exclusive) rename.overwrite = false;
+      await this._req('file.rename', rename);
+    } catch (e) {
+      await this._req('file.rm', { path: tmp, force: true }).catch(() => {});
+      if (e.code !== 'EBUSY') throw e;
+      return this._writeChunks(base, bytes, false); // a file that is a mount point of its own
+    }
+    return written;
+  }
+
+  /** file.write requests of at most WRITE_CHUNK bytes each, the first with
+   * `append`, the rest appended. */
+  async _writeChunks(base, bytes, append) {
     let written = 0;
     let off = 0;
     do {

@@ -1,6 +1,7 @@
 // Every method of the Node.js client, against a real `fluebox serve`.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import {
@@ -194,6 +195,33 @@ describe('files', () => {
     await s.writeFile('deep/er/notes.md', '# hi\n');
     assert.equal(await s.readFile('deep/er/notes.md'), '# hi\n');
     assert.equal(await s.readFile('/workspace/deep/er/notes.md'), '# hi\n');
+  });
+
+  test('writeFile is all or nothing: a large write that fails part way leaves no file', async () => {
+    // 20 MiB takes several file.write requests; the session's fsize (12M)
+    // stops it part way: no partial file, no temporary left, an old file
+    // keeps its content.
+    const data = crypto.randomBytes(20 * 1024 * 1024);
+    const t = await fb.createSession({ fsize: '12M' });
+    try {
+      await assert.rejects(t.writeFile('big.bin', data), (e) => e instanceof FileSystemError && e.code === 'EFBIG');
+      assert.equal(await t.exists('big.bin'), false);
+      await t.writeFile('old.bin', 'old content');
+      await assert.rejects(t.writeFile('old.bin', data), (e) => e instanceof FileSystemError);
+      assert.equal(await t.readFile('old.bin'), 'old content');
+      // Through a symlink, the old file's mode kept: a write that fits.
+      await t.writeFile('real.bin', 'x', { mode: 0o600 });
+      await t.exec('ln -s real.bin link.bin');
+      const ok = crypto.randomBytes(10 * 1024 * 1024);
+      assert.equal(await t.writeFile('link.bin', ok), ok.length);
+      assert.equal((await t.lstat('link.bin')).isSymbolicLink, true);
+      assert.equal((await t.stat('real.bin')).mode, 0o600);
+      assert.ok((await t.readFileBuffer('real.bin')).equals(ok));
+      await assert.rejects(t.writeFile('real.bin', ok, { exclusive: true }), (e) => e.code === 'EEXIST');
+      assert.deepEqual((await t.readdir('.')).map((e) => e.name ?? e).filter((n) => n.startsWith('.fluebox-write')), []);
+    } finally {
+      await t.destroy();
+    }
   });
 
   test('writeFile with parents: false fails on a missing parent (ENOENT)', async () => {

@@ -5,6 +5,7 @@ path, finding the binary and starting a private server."""
 import base64
 import math
 import os
+import posixpath
 import queue
 import secrets
 import shutil
@@ -352,7 +353,7 @@ def write_params(exec_id: str, data: Data) -> Dict[str, Any]:
 
 # What one exec.write carries at most (the server holds 4 MiB of stdin
 # waiting per exec; a request is answered once its bytes are in the pipe).
-WRITE_CHUNK = 256 * 1024
+STDIN_CHUNK = 256 * 1024
 
 
 def diff_params(format: str, diffs: bool, paths) -> Dict[str, Any]:
@@ -413,6 +414,108 @@ def write_requests(path: str, data: Data, *, parents: bool, mode, append: bool, 
         off += len(chunk)
         first = False
     return out
+
+
+def _errno_code(exc: BaseException) -> Optional[str]:
+    return getattr(exc, "code", None)
+
+
+def write_plan(path: str, data: Data, *, parents: bool, mode, append: bool, exclusive: bool):
+    """A file write, all or nothing, as the requests it takes: a generator
+    that yields (method, params), is sent each result (or thrown its error)
+    and returns the bytes written. Data that fits one file.write goes in
+    one (the server writes it whole or not at all). Larger data goes to a
+    hidden file next to the target, in chunks, renamed over the target once
+    all of it is there; when anything fails that file is removed and the
+    target is as it was (or absent). An append is written in place (the
+    server cuts a failed append back; only the last chunk's failure is
+    undone for larger data), as are the cases the server writes in place
+    (a directory the sandbox user may not write in, a file that is a mount
+    point of its own)."""
+    reqs = write_requests(path, data, parents=parents, mode=mode, append=append, exclusive=exclusive)
+    if len(reqs) == 1 or append:
+        written = 0
+        for params in reqs:
+            written += int((yield ("file.write", params)).get("bytesWritten", 0))
+        return written
+    # Where the data lands: the last component's symlinks followed, as the
+    # server's own write does; the new file takes the old one's mode.
+    target = path
+    for _ in range(40):
+        try:
+            st = yield ("file.stat", {"path": target, "follow": False})
+        except Exception as e:  # noqa: BLE001 - only "not there" is expected
+            if _errno_code(e) not in ("ENOENT", "ENOTDIR"):
+                raise
+            break
+        if st.get("type") == "symlink" and isinstance(st.get("target"), str):
+            t = st["target"]
+            target = t if t.startswith("/") else posixpath.join(posixpath.dirname(target), t)
+            continue
+        if mode is None and st.get("type") == "file" and isinstance(st.get("mode"), int):
+            mode = st["mode"] & 0o7777
+        break
+    tmp = posixpath.join(posixpath.dirname(target), ".fluebox-write-%s.part" % secrets.token_hex(8))
+    parts = write_requests(tmp, data, parents=parents, mode=mode, append=False, exclusive=True)
+    written = 0
+    try:
+        written += int((yield ("file.write", parts[0])).get("bytesWritten", 0))
+    except Exception as e:  # noqa: BLE001
+        if _errno_code(e) != "EACCES":
+            raise
+        parts = None  # a directory the sandbox user may not write in
+    if parts is None:
+        for params in reqs:
+            written += int((yield ("file.write", params)).get("bytesWritten", 0))
+        return written
+    try:
+        for params in parts[1:]:
+            written += int((yield ("file.write", params)).get("bytesWritten", 0))
+        rename = {"from": tmp, "to": target}
+        if exclusive:
+            rename["overwrite"] = False
+        yield ("file.rename", rename)
+    except BaseException as e:
+        try:
+            yield ("file.rm", {"path": tmp, "force": True})
+        except Exception:  # noqa: BLE001 - the first error is the one to report
+            pass
+        if _errno_code(e) != "EBUSY":
+            raise
+        written = 0  # a file that is a mount point of its own: in place
+        for params in reqs:
+            written += int((yield ("file.write", params)).get("bytesWritten", 0))
+    return written
+
+
+def run_plan(gen, call):
+    """Drives a write_plan with call(method, params) -> result."""
+    try:
+        step = next(gen)
+        while True:
+            try:
+                r = call(*step)
+            except BaseException as e:  # noqa: BLE001 - handed to the plan
+                step = gen.throw(e)
+                continue
+            step = gen.send(r)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def run_plan_async(gen, call):
+    """run_plan for an async call(method, params)."""
+    try:
+        step = next(gen)
+        while True:
+            try:
+                r = await call(*step)
+            except BaseException as e:  # noqa: BLE001 - handed to the plan
+                step = gen.throw(e)
+                continue
+            step = gen.send(r)
+    except StopIteration as stop:
+        return stop.value
 
 
 def chunk_data(r: Mapping[str, Any], as_bytes: bool) -> Union[str, bytes]:

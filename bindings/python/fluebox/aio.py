@@ -446,10 +446,8 @@ class AsyncSession:
     async def write_file(self, path: str, data: Data, *, parents: bool = True,
                          mode: Union[int, str, None] = None, append: bool = False,
                          exclusive: bool = False) -> int:
-        written = 0
-        for params in C.write_requests(path, data, parents=parents, mode=mode, append=append, exclusive=exclusive):
-            written += int((await self._req("file.write", **params)).get("bytesWritten", 0))
-        return written
+        plan = C.write_plan(path, data, parents=parents, mode=mode, append=append, exclusive=exclusive)
+        return await C.run_plan_async(plan, lambda method, params: self._req(method, **params))
 
     async def stat(self, path: str, *, follow: bool = True) -> Stat:
         params: Dict[str, Any] = {"path": path}
@@ -588,7 +586,7 @@ class AsyncExecStream:
         """As ExecStream.write (started with stdin_open=True)."""
         n = 0
         view = data if isinstance(data, str) else memoryview(C.to_bytes(data))
-        step = C.WRITE_CHUNK if not isinstance(data, str) else C.WRITE_CHUNK // 4
+        step = C.STDIN_CHUNK if not isinstance(data, str) else C.STDIN_CHUNK // 4
         for i in range(0, len(view), step):
             part = view[i:i + step]
             await self.session._req("exec.write", **C.write_params(self.exec_id, part if isinstance(part, str) else bytes(part)))

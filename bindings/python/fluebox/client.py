@@ -479,10 +479,8 @@ class Session:
                    append: bool = False, exclusive: bool = False) -> int:
         """Writes text or bytes; creates missing parent directories unless
         ``parents=False``. Returns the number of bytes written."""
-        written = 0
-        for params in C.write_requests(path, data, parents=parents, mode=mode, append=append, exclusive=exclusive):
-            written += int(self._req("file.write", **params).get("bytesWritten", 0))
-        return written
+        plan = C.write_plan(path, data, parents=parents, mode=mode, append=append, exclusive=exclusive)
+        return C.run_plan(plan, lambda method, params: self._req(method, **params))
 
     def stat(self, path: str, *, follow: bool = True) -> Stat:
         params: Dict[str, Any] = {"path": path}
@@ -682,7 +680,7 @@ class ExecStream:
         the command's stdin is closed."""
         n = 0
         view = data if isinstance(data, str) else memoryview(C.to_bytes(data))
-        step = C.WRITE_CHUNK if not isinstance(data, str) else C.WRITE_CHUNK // 4
+        step = C.STDIN_CHUNK if not isinstance(data, str) else C.STDIN_CHUNK // 4
         for i in range(0, len(view), step):
             part = view[i:i + step]
             self.session._req("exec.write", **C.write_params(self.exec_id, part if isinstance(part, str) else bytes(part)))

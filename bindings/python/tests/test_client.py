@@ -240,6 +240,33 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(FileExistsError):
             self.s.write_file("bin.dat", "x", exclusive=True)
 
+    def test_large_write_all_or_nothing(self):
+        # 20 MiB takes several file.write requests; the session's fsize (12M)
+        # stops it part way: no partial file, no temporary left, and an old
+        # file keeps its content.
+        data = os.urandom(20 * 1024 * 1024)
+        with self.fb.session(fsize="12M") as t:
+            with self.assertRaises(FileSystemError) as cm:
+                t.write_file("big.bin", data)
+            self.assertEqual(cm.exception.code, "EFBIG")
+            self.assertFalse(t.exists("big.bin"))
+            t.write_file("old.bin", b"old content")
+            with self.assertRaises(FileSystemError):
+                t.write_file("old.bin", data)
+            self.assertEqual(t.read_bytes("old.bin"), b"old content")
+            self.assertEqual([n for n in t.listdir(".") if n.startswith(".fluebox-write")], [])
+            # Through a symlink, with the old file's mode kept: a write that fits.
+            t.write_file("real.bin", b"x", mode=0o600)
+            t.exec("ln -s real.bin link.bin")
+            ok = os.urandom(10 * 1024 * 1024)
+            self.assertEqual(t.write_file("link.bin", ok), len(ok))
+            self.assertEqual(t.lstat("link.bin").type, "symlink")
+            self.assertEqual(t.stat("real.bin").mode, 0o600)
+            self.assertEqual(t.read_bytes("real.bin"), ok)
+            with self.assertRaises(FileExistsError):
+                t.write_file("real.bin", ok, exclusive=True)
+            self.assertEqual([n for n in t.listdir(".") if n.startswith(".fluebox-write")], [])
+
     def test_read_offset_length(self):
         self.s.write_file("abc.txt", "abcdefghij")
         self.assertEqual(self.s.read_file("abc.txt", offset=2, length=3), "cde")
