@@ -186,6 +186,9 @@ export interface ExecResult<T extends string | Buffer = string> {
   stderr: T;
   stdoutTruncated?: boolean;
   stderrTruncated?: boolean;
+  /** Why output was cut: maxOutputBytes (as asked) or the server's memory
+   * budget for this user (rare; the first 64 KiB of each stream are kept). */
+  truncatedBy?: 'maxOutputBytes' | 'memory';
 }
 
 export interface OutputChunk<T extends string | Buffer = string> {

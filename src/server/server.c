@@ -687,6 +687,8 @@ static void serve_loop(struct srv *srv)
         for (int i = 0; i < n && !srv->stopping; i++)
             dispatch(srv, evs[i].data.ptr, evs[i].events);
         run_timers(srv);
+        if (srv->nparked)
+            file_unpark(srv); /* file.reads that waited for memory */
         /* Connections that were paused on in-flight requests may go on. */
         for (struct conn *c = srv->conns; c; c = c->next)
             if (!c->dead && !conn_paused(c) && buf_pending(&c->in))

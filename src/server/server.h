@@ -58,6 +58,7 @@ struct srv_limits {
 #define EXEC_SPEC_MAX (128 * 1024)
 #define GRACE_NS (100 * 1000000ull)
 #define CHUNK 65536
+#define OUTPUT_FLOOR (64 * 1024) /* collected exec output kept per stream whatever the budget */
 
 /* ---- objects ---- */
 
@@ -149,6 +150,7 @@ struct xstream {
     unsigned char carry[4];
     size_t ncarry;
     bool eof, truncated;
+    bool cut_mem; /* collect mode: cut by the memory budget, not maxOutputBytes */
 };
 
 struct op {
@@ -164,6 +166,8 @@ struct op {
     bool replied; /* init answered (file ops) */
     int64_t mem;     /* bytes of its buffers charged to its connection */
     int64_t reserve; /* file.read: room kept for the answer */
+    bool parked;     /* file.read: its answer does not fit yet; the pipe is not read */
+    int64_t reserve_want; /* ... the room it waits for */
     /* file ops */
     enum fop fop;
     char *path;
@@ -233,6 +237,7 @@ struct srv {
     pthread_mutex_t ws_mu;     /* guards ws_done */
     struct wsjob *ws_done;     /* finished workspace operations (server_ws.c) */
     uint64_t listen_paused_until;
+    size_t nparked;            /* file.reads waiting for memory (server_file.c) */
     uint64_t ports_paused_until; /* published ports out of descriptors (server_port.c) */
     int lock_fd;
     int ready_fd;
@@ -417,6 +422,10 @@ void srv_log_event(struct sess *ss, const char *event, json_t *fields);
 /* ---- server_file.c ---- */
 /* The room a file.read's answer needs (base64 of the bytes asked for). */
 int64_t file_read_reserve(struct srv *srv, json_t *params);
+/* file.reads parked for memory that fit now go on (the main loop, when
+ * srv->nparked). */
+void file_unpark(struct srv *srv);
+void file_unpark_forget(struct op *o);
 void on_bulk_pipe(struct op *o);
 /* A file operation's deadline passed: answer ETIMEDOUT, end its helper. */
 void file_timed_out(struct op *o);

@@ -75,15 +75,26 @@ static void exec_deliver(struct op *o, int i, const char *data, size_t n)
         return;
     }
     /* Collected: up to maxOutputBytes, and up to the memory budget of the
-     * connection and its uid (beyond: cut, reported as truncated). A
-     * client that does not read its replies holds the command instead. */
+     * connection and its uid (beyond: cut, reported as truncated, and
+     * truncatedBy says why). The first OUTPUT_FLOOR bytes of each stream
+     * are kept whatever the budget: a loaded server never answers
+     * `echo tok` with nothing. A client that does not read its replies
+     * holds the command instead. */
     bool slow = buf_pending(&o->c->out) >= OUT_PAUSE;
-    size_t room = buf_pending(&x->buf) < (size_t)o->max_out ? (size_t)o->max_out - buf_pending(&x->buf) : 0;
-    if (!slow && (int64_t)room > conn_room(o->c))
-        room = (size_t)conn_room(o->c);
-    if (n > room) {
+    size_t have = buf_pending(&x->buf);
+    size_t room = have < (size_t)o->max_out ? (size_t)o->max_out - have : 0;
+    size_t by_mem = room;
+    if (!slow && (int64_t)room > conn_room(o->c)) {
+        by_mem = (size_t)conn_room(o->c);
+        if (have + by_mem < OUTPUT_FLOOR)
+            by_mem = OUTPUT_FLOOR - have;
+        if (by_mem > room)
+            by_mem = room;
+    }
+    if (n > by_mem) {
         x->truncated = true;
-        n = room;
+        x->cut_mem = x->cut_mem || by_mem < room;
+        n = by_mem;
     }
     buf_append(&x->buf, data, n);
     op_mem_sync(o);
@@ -138,6 +149,12 @@ static void exec_reply(struct op *o)
         snprintf(k, sizeof k, "%sTruncated", stream_name[i]);
         json_object_set_new(r, k, json_boolean(x->truncated));
     }
+    /* Why output was cut: maxOutputBytes (asked for), or the server's
+     * memory budget (rare: the load of other requests of the user). */
+    if (o->xs[0].truncated || o->xs[1].truncated)
+        json_object_set_new(r, "truncatedBy",
+                            json_string(o->xs[0].cut_mem || o->xs[1].cut_mem ? "memory"
+                                                                             : "maxOutputBytes"));
     bool b64 = o->base64 || blobs_b64_smaller(b, 2);
     json_object_set_new(r, "encoding", json_string(b64 ? "base64" : "utf8"));
     size_t len;

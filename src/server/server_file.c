@@ -8,6 +8,8 @@
 #include <signal.h>
 #include <string.h>
 
+static void file_read_size(struct op *o, int64_t n);
+
 /* ---- file ops: results ---- */
 
 static int cmp_entry(const void *a, const void *b)
@@ -193,6 +195,8 @@ void on_file_reply(struct op *o, json_t *h, const char *payload, size_t plen)
                 return;
             }
             o->expect = b;
+            if (o->fop == F_READ)
+                file_read_size(o, b);
             if (o->bulk_done)
                 file_bulk_done(o);
             return;
@@ -358,13 +362,93 @@ void file_timed_out(struct op *o)
     op_finish(o);
 }
 
+/* The room an answer of n bytes takes (base64 and the line around it). */
+static int64_t answer_room(int64_t n)
+{
+    return (int64_t)b64_encoded_len((size_t)n) + 4096;
+}
+
+/* Before init has opened the file its size is unknown: what an answer
+ * without a bulk transfer can take (SREC_INLINE, less when `length` says
+ * so). The room for a larger file is taken when init has found its size
+ * (file_read_size), not maxReadBytes' worth for every read: a dozen reads
+ * of small files in flight filled a uid's budget that way, and the exec
+ * output collected meanwhile was cut to nothing. */
 int64_t file_read_reserve(struct srv *srv, json_t *params)
 {
     json_t *l = json_object_get(params, "length");
-    int64_t n = srv->lim.max_output;
+    int64_t n = SREC_INLINE < srv->lim.max_output ? SREC_INLINE : srv->lim.max_output;
     if (json_is_integer(l) && json_integer_value(l) >= 0 && json_integer_value(l) < n)
         n = json_integer_value(l);
-    return (int64_t)b64_encoded_len((size_t)n) + 4096;
+    return answer_room(n);
+}
+
+static bool read_fits(struct op *o, int64_t need)
+{
+    struct conn *c = o->c;
+    int64_t more = need - o->reserve;
+    if (!c || more <= 0 || !conn_over(c, more))
+        return true;
+    /* Alone on its connection: it may pass the connection's budget (not the
+     * uid's), as a read admitted alone may. */
+    int64_t uid_room = c->ua ? c->srv->lim.uid_mem - c->ua->mem : more;
+    return c->nops == 1 && !buf_pending(&c->out) && more <= uid_room;
+}
+
+static void park(struct op *o, bool on)
+{
+    if (o->parked == on)
+        return;
+    o->parked = on;
+    if (on)
+        o->srv->nparked++;
+    else
+        o->srv->nparked--;
+    if (o->wbulk.fd >= 0)
+        w_set(o->srv, &o->wbulk, on ? 0 : EPOLLIN);
+}
+
+/* init found the file and will send n bytes (the pipe is read only from
+ * now on, so no data is held before its room is): room for the answer, or
+ * the read waits (its pipe not read; init's transfer waits on the full
+ * pipe) until memory of the connection or uid is freed, or its deadline. */
+static void file_read_size(struct op *o, int64_t n)
+{
+    int64_t need = answer_room(n);
+    if (need <= o->reserve || o->bulk_done || read_fits(o, need)) {
+        if (need > o->reserve) {
+            o->reserve = need;
+            op_mem_sync(o);
+        }
+        if (o->wbulk.fd >= 0)
+            w_set(o->srv, &o->wbulk, EPOLLIN);
+        return;
+    }
+    o->reserve_want = need;
+    park(o, true);
+}
+
+void file_unpark_forget(struct op *o)
+{
+    if (o->parked) {
+        o->parked = false;
+        o->srv->nparked--;
+    }
+}
+
+void file_unpark(struct srv *srv)
+{
+    for (struct sess *ss = srv->sesss; ss && srv->nparked; ss = ss->next) {
+        for (struct op *o = ss->ops, *nx; o; o = nx) {
+            nx = o->snext;
+            if (o->kind != OP_FILE || !o->parked || o->dead || !read_fits(o, o->reserve_want))
+                continue;
+            o->reserve = o->reserve_want;
+            op_mem_sync(o);
+            park(o, false);
+            on_bulk_pipe(o); /* what waits in the pipe */
+        }
+    }
 }
 
 void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, struct sess *ss)
@@ -419,7 +503,10 @@ void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, 
         if (fop == F_WRITE)
             buf_append(&o->data, f.wdata, f.wlen);
         op_mem_sync(o);
-        if (w_set(srv, &o->wbulk, fop == F_WRITE ? EPOLLOUT : EPOLLIN) < 0) {
+        /* A read's pipe is watched once init has said how much comes
+         * (file_read_size). */
+        uint32_t ev = fop == F_WRITE ? EPOLLOUT : fop == F_READ ? 0 : EPOLLIN;
+        if (w_set(srv, &o->wbulk, ev) < 0) {
             int er = errno;
             close(fds[0]);
             json_decref(f.h);

@@ -99,6 +99,8 @@ void op_finish(struct op *o)
     ws_forget_op(o);
     if (o->kind == OP_EXEC)
         stdin_forget(o);
+    if (o->kind == OP_FILE)
+        file_unpark_forget(o);
     if (o->kind == OP_EXEC && o->ss && o->ss->running_execs > 0)
         o->ss->running_execs--;
     op_unlink_conn(o);

@@ -20,7 +20,7 @@ import time
 
 import fbc
 from srvtest import (main, FB, ROOT, TUSER, PY, ok, check, user_exists, wait_for, Server, test,
-                     MALFORMED, run_requests)
+                     MALFORMED, run_requests, session_inits)
 
 
 # ---- fairness and limits (issue 12.4)
@@ -431,6 +431,81 @@ def t_memory_budget_collected():
         r = c.call("exec", {"session": s, "command": "head -c 10000000 /dev/zero | tr '\\0' a; echo done >&2"})
         check("10 MB of output under a 4 MiB budget: cut, stdoutTruncated, the command ran to the end",
               r["stdoutTruncated"] and len(r["stdout"]) <= 4 << 20 and r["exitCode"] == 0, str(r)[:200])
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_exec_output_beside_reads():
+    """file.reads in flight hold the room their answers can take, not
+    maxReadBytes' worth each (issue 27.6): with 19 reads of a small file
+    stalled in one session (its init stopped), an exec in another session
+    on the same uid collects 8 MB whole, and `echo tok` is answered
+    "tok" (it was answered with nothing, stdoutTruncated)."""
+    srv = Server(["--uid-memory", "48M"])
+    a_init = None
+    try:
+        c = srv.conn()
+        before = set(session_inits(srv.pid))
+        a = c.call("session.create", {"pool": False})["session"]
+        c.call("file.write", {"session": a, "path": "f", "data": "small file\n"})
+        a_init = wait_for(lambda: (set(session_inits(srv.pid)) - before) or None)
+        b = c.call("session.create", {"pool": False})["session"]
+        check("the stalled session's init is found", a_init and len(a_init) == 1, a_init)
+        a_init = a_init.pop()
+        os.kill(a_init, signal.SIGSTOP)
+        readers = [srv.conn() for _ in range(19)]
+        rids = [r.send("file.read", {"session": a, "path": "f"}) for r in readers]
+        # Every read is in the server (admitted or refused) before the execs.
+        c.call("server.info")
+        x = c.send("exec", {"session": b, "command":
+                            "head -c 8000000 /dev/zero | tr '\\0' a; touch /tmp/a_done"})
+        _, rx = c.wait(x)
+        big = rx.get("result", {})
+        check("beside 19 stalled reads: 8 MB of collected output arrives whole",
+              len(big.get("stdout", "")) == 8000000 and not big.get("stdoutTruncated"),
+              (len(big.get("stdout", "")), big.get("stdoutTruncated"), big.get("truncatedBy"), rx.get("error")))
+        r = c.call("exec", {"session": b, "command": "echo tok"})
+        check("...and echo tok is answered tok", r["stdout"] == "tok\n" and not r["stdoutTruncated"], r)
+        os.kill(a_init, signal.SIGCONT)
+        got = [r.wait(i)[1] for r, i in zip(readers, rids)]
+        check("...and every read is answered once the session goes on",
+              all(g.get("result", {}).get("data") == "small file\n" for g in got),
+              [g for g in got if "result" not in g][:2])
+        a_init = None
+    finally:
+        if a_init:
+            os.kill(a_init, signal.SIGCONT)
+        srv.cleanup()
+
+
+@test
+def t_exec_output_floor():
+    """At the memory budget collected output is cut, but the first 64 KiB of
+    each stream are kept: an exec beside one that filled the connection's
+    budget still gets its few bytes; truncatedBy says why output was cut."""
+    srv = Server(["--conn-memory", "4M"])
+    try:
+        c = srv.conn()
+        p = srv.conn()
+        s = c.call("session.create")["session"]
+        x = c.send("exec", {"session": s, "command":
+                            "head -c 20000000 /dev/zero | tr '\\0' a; touch /tmp/a_done; "
+                            "while [ ! -e /tmp/go ]; do sleep 0.01; done"})
+        # The output is in (cut at the budget) and held while it runs.
+        wait_for(lambda: p.call("file.exists", {"session": s, "path": "/tmp/a_done"})["exists"], 60)
+        r = c.call("exec", {"session": s, "command": "echo tok; echo err >&2"})
+        check("beside an exec that filled the 4 MiB budget: echo tok is answered tok (and stderr)",
+              r["stdout"] == "tok\n" and r["stderr"] == "err\n" and not r["stdoutTruncated"], r)
+        p.call("file.write", {"session": s, "path": "/tmp/go", "data": ""})
+        _, rx = c.wait(x)
+        big = rx["result"]
+        check("...the big one is cut, stdoutTruncated, truncatedBy memory",
+              big["stdoutTruncated"] and big.get("truncatedBy") == "memory" and len(big["stdout"]) <= 4 << 20,
+              (len(big["stdout"]), big["stdoutTruncated"], big.get("truncatedBy")))
+        r = c.call("exec", {"session": s, "command": "head -c 3000 /dev/zero", "maxOutputBytes": 1000})
+        check("...maxOutputBytes: truncatedBy maxOutputBytes",
+              r["stdoutTruncated"] and r.get("truncatedBy") == "maxOutputBytes", str(r)[:200])
     finally:
         srv.cleanup()
 

@@ -316,7 +316,9 @@ class FlueboxSandbox {
     }
     if (r.stdoutTruncated || r.stderrTruncated) {
       if (stderr && !stderr.endsWith('\n')) stderr += '\n';
-      stderr += 'fluebox: output truncated (larger than the server\'s maxOutputBytes)\n';
+      stderr += r.truncatedBy === 'memory'
+        ? 'fluebox: output truncated (the server\'s memory budget for this user was full)\n'
+        : 'fluebox: output truncated (larger than the server\'s maxOutputBytes)\n';
     }
     return { stdout: r.stdout, stderr, exitCode };
   }

@@ -187,6 +187,7 @@ describe('exec', () => {
     assert.equal(r.exitCode, 0);
     assert.equal(r.stdout.length, 1000);
     assert.equal(r.stdoutTruncated, true);
+    assert.equal(r.truncatedBy, 'maxOutputBytes');
   });
 });
 

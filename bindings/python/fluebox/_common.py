@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -38,6 +39,15 @@ Command = Union[str, Sequence[str]]
 Data = Union[str, bytes, bytearray, memoryview]
 
 
+def _truncated_by(r: Mapping[str, Any]) -> Optional[str]:
+    why = r.get("truncatedBy")
+    if why == "memory":
+        warnings.warn("fluebox: the output of exec %s was cut: the server's memory budget for this "
+                      "user was full (its first 64 KiB per stream are kept; see stdout_truncated)"
+                      % r.get("execId", "?"), RuntimeWarning, stacklevel=4)
+    return why if isinstance(why, str) else None
+
+
 @dataclass
 class ExecResult:
     """The end of a command: it ran, whatever its exit code."""
@@ -52,6 +62,10 @@ class ExecResult:
     exec_id: str = ""
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    # Why output was cut: "maxOutputBytes" (as asked) or "memory" (the
+    # server's memory budget for this user was full; the first 64 KiB of
+    # each stream are always kept). None when nothing was cut.
+    truncated_by: Optional[str] = None
 
     @property
     def ok(self) -> bool:
@@ -81,6 +95,7 @@ class ExecResult:
             exec_id=r.get("execId", ""),
             stdout_truncated=bool(r.get("stdoutTruncated", False)),
             stderr_truncated=bool(r.get("stderrTruncated", False)),
+            truncated_by=_truncated_by(r),
         )
 
 

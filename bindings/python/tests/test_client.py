@@ -215,6 +215,7 @@ class ClientTest(unittest.TestCase):
         r = self.s.exec("head -c 100000 /dev/zero", max_output_bytes=1000)
         self.assertEqual(len(r.stdout), 1000)
         self.assertTrue(r.stdout_truncated)
+        self.assertEqual(r.truncated_by, "maxOutputBytes")
 
     # -- files --
 
