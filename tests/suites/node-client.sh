@@ -11,6 +11,22 @@ cd "$(dirname "$0")/../.."
 command -v node >/dev/null 2>&1 || skip_all "missing: node"
 major=$(node -p 'process.versions.node.split(".")[0]')
 [ "$major" -ge 18 ] || skip_all "missing: node 18 or later (this is node $major)"
+# Flue's own runtime (@flue/runtime from the npm registry, a pinned version)
+# for test/flue-runtime.test.mjs: installed once into a cache outside the
+# tree (FLUE_RUNTIME_DIR, when set, names one already there).
+FLUE_RT_VERSION=2.1.0
+if [ -z "${FLUE_RUNTIME_DIR:-}" ]; then
+  rt=${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/fluebox-tests/flue-runtime-$FLUE_RT_VERSION
+  if [ ! -f "$rt/node_modules/@flue/runtime/package.json" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+      echo "# npm is missing: @flue/runtime cannot be installed"
+    elif ! { mkdir -p "$rt" && (cd "$rt" && timeout 600 npm install --no-save --no-audit --no-fund \
+          --loglevel=error "@flue/runtime@$FLUE_RT_VERSION") >"$rt.log" 2>&1; }; then
+      echo "# npm install @flue/runtime@$FLUE_RT_VERSION failed: $(tail -n 3 "$rt.log" | tr '\n' ' ')"
+    fi
+  fi
+  [ -f "$rt/node_modules/@flue/runtime/package.json" ] && export FLUE_RUNTIME_DIR=$rt
+fi
 cd bindings/node
 # Each file starts its own server; run them one at a time (the machine has
 # 2 cores and the 50 MB and 20-session tests are heavy enough).

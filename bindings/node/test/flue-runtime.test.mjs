@@ -3,8 +3,9 @@
 //
 // @flue/runtime is not a dependency of this package. The test runs when it
 // can be imported: from FLUE_RUNTIME_DIR (a directory whose node_modules has
-// it), or from bindings/node/node_modules after
-// `npm install --no-save @flue/runtime`. Otherwise it is skipped.
+// it; tests/suites/node-client.sh installs a pinned version from the npm
+// registry into a cache and sets it), or from bindings/node/node_modules
+// after `npm install --no-save @flue/runtime`. Otherwise it is skipped.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
