@@ -69,6 +69,10 @@ void fb_notes_print(struct fb_notes *notes);
 /* Prints "fluebox: <fmt>\n" on stderr. The top layer's (a command's) way to
  * say something; lower layers use fb_note. */
 void fb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Where fb_warn's lines go instead of stderr (NULL: stderr again): the
+ * message without "fluebox: " and the newline. Set once, before threads
+ * start (`serve --log-format json` makes every line on stderr JSON). */
+void fb_warn_sink(void (*sink)(const char *msg, size_t len));
 
 /* I/O that handles EINTR and short transfers. Return 0 / bytes, or -1 with errno. */
 int fb_write_all(int fd, const void *buf, size_t len);

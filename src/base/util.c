@@ -146,6 +146,13 @@ void fb_notes_print(struct fb_notes *notes)
     notes->text[0] = 0;
 }
 
+static void (*warn_sink)(const char *msg, size_t len);
+
+void fb_warn_sink(void (*sink)(const char *msg, size_t len))
+{
+    warn_sink = sink;
+}
+
 void fb_warn(const char *fmt, ...)
 {
     char buf[1024];
@@ -157,6 +164,10 @@ void fb_warn(const char *fmt, ...)
         return;
     one_line(buf, sizeof buf - 1);
     n = (int)strlen(buf);
+    if (warn_sink) {
+        warn_sink(buf, (size_t)n);
+        return;
+    }
     buf[n++] = '\n';
     fb_write_all(STDERR_FILENO, "fluebox: ", 9);
     fb_write_all(STDERR_FILENO, buf, (size_t)n);

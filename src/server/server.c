@@ -792,6 +792,8 @@ static int serve_start(struct srv *srv)
 static int serve_run(struct srv *srv, const char *sock)
 {
     struct fb_err err = {0};
+    if (srv->log_json)
+        srv_log_warnings(srv);
     if (sock) {
         snprintf(srv->sock_path, sizeof srv->sock_path, "%s", sock);
     } else if (proto_default_socket(srv->sock_path, sizeof srv->sock_path, true, &err) < 0) {

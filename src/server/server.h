@@ -416,6 +416,10 @@ json_t *ports_json(struct sess *ss);           /* session.info's "ports" */
 /* ---- server_log.c ---- */
 /* One line on stderr (text, or JSON with --log-format json); steals fields. */
 void srv_log(struct srv *srv, const char *event, const char *session, uid_t uid, json_t *fields);
+/* --log-format json: every fb_warn line (of any layer, any thread: a
+ * once-per-boot "limits not applied", a --ready-fd error) becomes a
+ * {"event":"warning","message":...} line, not a line of text among them. */
+void srv_log_warnings(struct srv *srv);
 /* "session.EVENT" for ss. */
 void srv_log_event(struct sess *ss, const char *event, json_t *fields);
 

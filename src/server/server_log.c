@@ -82,3 +82,24 @@ void srv_log_event(struct sess *ss, const char *event, json_t *fields)
     snprintf(name, sizeof name, "session.%s", event);
     srv_log(ss->srv, name, ss->s->id, ss->s->uid, fields);
 }
+
+static struct srv *warn_srv;
+
+static void warning_line(const char *msg, size_t len)
+{
+    json_t *m = json_stringn(msg, len);
+    if (!m) { /* not UTF-8 (a path): its other bytes as '?' */
+        char *c = fb_xmalloc(len + 1);
+        for (size_t i = 0; i < len; i++)
+            c[i] = (unsigned char)msg[i] < 0x80 ? msg[i] : '?';
+        m = json_stringn(c, len);
+        free(c);
+    }
+    srv_log(warn_srv, "warning", NULL, 0, json_pack("{s:o*}", "message", m));
+}
+
+void srv_log_warnings(struct srv *srv)
+{
+    warn_srv = srv;
+    fb_warn_sink(warning_line);
+}

@@ -172,5 +172,30 @@ sys.exit(0 if all(events.get(k, 0) >= v for k, v in want.items()) else 1)
 EOF
 then ok "--log-format json: one JSON line per session event"; else fail "--log-format json" "$(tail -5 "$T/serve.err")"; fi
 
+# A warning of any layer is a JSON line too, not text among them: here
+# --ready-fd on an fd open only for reading, and, where a session's limits cannot be applied
+# (a user without cgroup delegation), the once-per-boot "limits not applied"
+# of the cgroup code -- said by whichever fluebox of that user meets it first
+# since boot (a fresh private directory makes this server the first).
+mkdir -m 700 "$T/jdir"; [ "$FB_AS" = root ] || chown "$FB_AS" "$T/jdir"
+"${FBCMD[@]:0:${#FBCMD[@]}-1}" env XDG_RUNTIME_DIR="$T/jdir" "$FB" serve --socket="$T/j.sock" --log-format json --ready-fd 7 </dev/null >/dev/null 2>"$T/j.err" 7</dev/null &
+JSRV=$!
+at_exit 'kill $JSRV 2>/dev/null'
+if wait_for 10 grep -q server.listening "$T/j.err" && wait_for 10 grep -q ready-fd "$T/j.err"; then
+  run_fb session create --socket "$T/j.sock" --mem 64M --pids 64
+  [ "$RC" = 0 ] || fail "--log-format json: a session with limits" "rc=$RC $ERR"
+  kill -TERM $JSRV; wait $JSRV
+  if python3 - "$T/j.err" <<'EOF'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+objs = [json.loads(l) for l in lines]  # every line is one JSON object
+sys.exit(0 if any(o.get("event") == "warning" and "--ready-fd" in o.get("message", "") for o in objs) else 1)
+EOF
+  then ok "--log-format json: a warning is a JSON line too (event warning)"; else fail "--log-format json: a warning" "$(cat "$T/j.err")"; fi
+else
+  kill -TERM $JSRV; wait $JSRV
+  fail "--log-format json: a warning" "no --ready-fd warning: $(cat "$T/j.err")"
+fi
+
 kill -TERM $SRV; wait $SRV
 no_leftovers "published ports leave nothing behind"
