@@ -143,12 +143,16 @@ static void exec_reply(struct mcp *m, struct mcp_op *op, json_t *res)
     bool timed = json_is_true(json_object_get(res, "timedOut"));
     bool tout = json_is_true(json_object_get(res, "stdoutTruncated"));
     bool terr = json_is_true(json_object_get(res, "stderrTruncated"));
-    char tail[256];
-    snprintf(tail, sizeof tail, "%s[exit code %lld%s%s%s%s%s]",
+    /* Cut by the server's memory budget (rare, the load of other requests)
+     * rather than by maxOutputBytes: say so. */
+    bool by_mem = !strcmp(json_string_value(json_object_get(res, "truncatedBy")) ?: "", "memory");
+    char tail[320];
+    snprintf(tail, sizeof tail, "%s[exit code %lld%s%s%s%s%s%s]",
              text.len && text.data[text.len - 1] != '\n' ? "\n" : "", (long long)code,
              json_is_string(sig) ? ", killed by " : "", json_string_value(sig) ?: "",
              timed ? ", timed out" : "", tout ? ", stdout truncated" : "",
-             terr ? ", stderr truncated" : "");
+             terr ? ", stderr truncated" : "",
+             by_mem ? " (the server's memory budget was full)" : "");
     buf_append(&text, tail, strlen(tail));
     json_t *st = json_pack(
         "{s:I, s:O, s:b, s:o, s:o, s:b, s:b, s:I}", "exit_code", code, "signal",
