@@ -33,7 +33,7 @@ ASAN_OBJ:= $(addprefix build/asan/,$(notdir $(SRC:.c=.o)))
 vpath %.c $(SRCDIRS)
 PROFILES:= $(wildcard profiles/*.json)
 
-.PHONY: all deps demo check check-quick layers check-kernels asan bench redteam fuzz clean install oci-conformance
+.PHONY: FORCE all deps demo check check-quick layers check-kernels asan bench redteam fuzz clean install oci-conformance
 
 all: fluebox
 
@@ -62,7 +62,22 @@ build/obj/profiles.o: build/profiles.c
 build/asan/profiles.o: build/profiles.c
 	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -c -o $@ $<
 
-EMBED := $(if $(PROFILES),profiles.o,)
+EMBED := $(if $(PROFILES),profiles.o,) version.o
+
+# The version (VERSION) and the commit, in one generated object; rewritten
+# only when its text changes (scripts/version.sh), checked on every make.
+build/version.c: FORCE
+	@mkdir -p build && sh scripts/version.sh $@
+
+build/obj/version.o: build/version.c
+	@mkdir -p build/obj
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -c -o $@ $<
+
+build/asan/version.o: build/version.c
+	@mkdir -p build/asan
+	$(CC) $(CPPFLAGS) -O1 -g $(WARN) -c -o $@ $<
+
+FORCE:
 
 # Linked statically when the static libraries are there (they come with the
 # -dev packages): it starts ~0.2 ms faster and its resident set is about half.

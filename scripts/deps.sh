@@ -12,6 +12,9 @@
 #                   containerd, runc and golang-go (fluebox oci's suites),
 #                   python3-virtualenv, python3-pytest and python3-pip (the venv
 #                   and TLS trust tests, 60-toolchains and 61-trust)
+#   deps.sh dist    + what `make dist` uses: go-md2man (the man pages),
+#                   lintian (checks the Debian package), dpkg-dev, git (the
+#                   source tarball), node and npm (npm pack), python3
 #   deps.sh bench   + bubblewrap (the benchmarks compare against it)
 #   deps.sh fuzz    + clang and its libFuzzer runtime (make fuzz)
 #   deps.sh all     everything
@@ -23,13 +26,15 @@ build="gcc make pkg-config libseccomp-dev libjansson-dev libssl-dev"
 test="curl openssl iproute2 python3 python3-venv git procps util-linux strace
   clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs containerd runc golang-go
   python3-virtualenv python3-pytest python3-pip"
+dist="go-md2man lintian dpkg-dev git python3 python3-venv"
 want=$build; node=""
 case "${1:-build}" in
   build) ;;
-  test)  want="$build $test"; node=1 ;;
+  test)  want="$build $test $dist"; node=1 ;;
+  dist)  want="$build $dist"; node=1 ;;
   bench) want="$build bubblewrap util-linux python3" ;;
   fuzz)  want="$build clang libclang-rt-dev" ;;
-  all)   want="$build $test bubblewrap"; node=1 ;;
+  all)   want="$build $test $dist bubblewrap"; node=1 ;;
   *) echo "deps.sh: unknown set '$1'" >&2; exit 2 ;;
 esac
 missing=""

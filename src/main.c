@@ -1,8 +1,8 @@
 /* main.c — subcommand dispatch. Each subcommand lives with its concern:
  * run (here, through run/supervise.c), profile (cli/profile_cmd.c), learn
  * (cli/learn.c), serve (server/server.c), session / exec / cp (cli/client*.c),
- * oci (oci/oci.c), doctor (cli/doctor.c), mcp (mcp/mcp.c). scripts/layers.txt
- * says which folder may call which. */
+ * oci (oci/oci.c), doctor (cli/doctor.c), mcp (mcp/mcp.c), completion
+ * (cli/completion.c). scripts/layers.txt says which folder may call which. */
 #include "policy_opts.h"
 #include "client.h"
 #include "commands.h"
@@ -71,6 +71,7 @@ static const struct {
     {"cp", cmd_cp},           {"oci", cmd_oci},         {"doctor", cmd_doctor},
     {"mcp", cmd_mcp},
     {"record", cmd_record},
+    {"completion", cmd_completion},
 };
 
 /* Called as fluebox-oci (containerd's BinaryName, Docker's runtime path):
@@ -103,12 +104,19 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(c, "--version") || !strcmp(c, "-V")) {
-        printf("fluebox %s\n", FB_VERSION);
-        return 0;
+        printf("fluebox %s (%s)\n", fb_version, fb_commit);
+        return fflush(stdout) == 0 ? 0 : FB_EXIT_SETUP;
     }
     for (size_t i = 0; i < FB_ARRAY_LEN(cmds); i++)
         if (!strcmp(c, cmds[i].name))
             return cmds[i].fn(argc - 2, argv + 2);
-    fb_warn("unknown command \"%s\" (see fluebox --help)", c);
+    const char *names[FB_ARRAY_LEN(cmds)];
+    for (size_t i = 0; i < FB_ARRAY_LEN(cmds); i++)
+        names[i] = cmds[i].name;
+    const char *near = opt_closest(c, names, FB_ARRAY_LEN(cmds));
+    if (near)
+        fb_warn("unknown command \"%s\": did you mean \"%s\"? (see fluebox --help)", c, near);
+    else
+        fb_warn("unknown command \"%s\" (see fluebox --help)", c);
     return FB_EXIT_SETUP;
 }

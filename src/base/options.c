@@ -37,6 +37,86 @@ static char *arg_name(const char *a)
     return fb_xstrndup(a, strcspn(a, "="));
 }
 
+/* The edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of two neighbours count 1), or cap + 1 when it is over cap. */
+static size_t edit_distance(const char *a, const char *b, size_t cap)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64 || (la > lb ? la - lb : lb - la) > cap)
+        return cap + 1;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < c)
+                c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c)
+                c = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+                c = d[i - 2][j - 2] + 1;
+            d[i][j] = c;
+        }
+    }
+    return d[la][lb] <= cap ? d[la][lb] : cap + 1;
+}
+
+const char *opt_closest(const char *word, const char *const *names, size_t n)
+{
+    size_t len = strlen(word);
+    size_t cap = len <= 3 ? 1 : len <= 8 ? 2 : 3, best = cap + 1;
+    const char *near = NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t d = edit_distance(word, names[i], cap);
+        if (d < best) {
+            best = d;
+            near = names[i];
+        }
+    }
+    return near;
+}
+
+/* Options of docker and podman that fluebox does not take as they are,
+ * with what to use instead (the ones it takes are aliases in the tables). */
+static const struct {
+    const char *name, *answer;
+} docker_habits[] = {
+    {"read-only", "the system is always read-only in fluebox; what is writable is /workspace, "
+                  "/tmp and the home (--ro-bind DIR:/workspace makes the workspace read-only)"},
+    {"rm", "every fluebox sandbox is removed when its command exits"},
+    {"detach", "a sandbox that outlives the command is a session: fluebox session create"},
+    {"privileged", "fluebox has no privileged mode; --profile trusted is the least confined"},
+    {"publish", "ports are published from sessions: fluebox session create --publish"},
+    {"name", "sessions get an id from the server; fluebox session create --label NAME"},
+};
+
+/* The one-line answer to an unknown long option "--NAME" (n: NAME). */
+static int unknown_long(const char *n, const struct row *rows, size_t total, const char *cmd,
+                        struct fb_err *err)
+{
+    size_t matches = 0;
+    for (size_t i = 0; i < total; i++)
+        matches += !strncmp(rows[i].o->name, n, strlen(n));
+    if (matches > 1)
+        return fb_errf(err, FB_EXIT_SETUP, "ambiguous option --%s (see fluebox %s --help)", n, cmd);
+    for (size_t i = 0; i < FB_ARRAY_LEN(docker_habits); i++)
+        if (!strcmp(n, docker_habits[i].name))
+            return fb_errf(err, FB_EXIT_SETUP, "unknown option --%s: %s", n, docker_habits[i].answer);
+    const char **names = fb_xcalloc(total + 1, sizeof *names);
+    for (size_t i = 0; i < total; i++)
+        names[i] = rows[i].o->name;
+    names[total] = "help";
+    const char *near = opt_closest(n, names, total + 1);
+    int rc = near ? fb_errf(err, FB_EXIT_SETUP, "unknown option --%s: did you mean --%s? (see fluebox %s --help)",
+                            n, near, cmd)
+                  : fb_errf(err, FB_EXIT_SETUP, "unknown option --%s (see fluebox %s --help)", n, cmd);
+    free(names);
+    return rc;
+}
+
 int opt_parse(int argc, char **argv, const struct fb_optset *sets, size_t nsets, unsigned scope,
               const char *cmd, struct fb_parsed *out, struct fb_err *err)
 {
@@ -104,11 +184,10 @@ int opt_parse(int argc, char **argv, const struct fb_optset *sets, size_t nsets,
                                              cmd);
             } else {
                 cleanup_free char *n = arg_name(cur);
-                size_t matches = 0;
-                for (size_t i = 0; n[0] == '-' && n[1] == '-' && i < total; i++)
-                    matches += !strncmp(rows[i].o->name, n + 2, strlen(n + 2));
-                rc = fb_errf(err, FB_EXIT_SETUP, "%s option %s (see fluebox %s --help)",
-                             matches > 1 ? "ambiguous" : "unknown", n, cmd);
+                rc = n[0] == '-' && n[1] == '-'
+                         ? unknown_long(n + 2, rows, total, cmd, err)
+                         : fb_errf(err, FB_EXIT_SETUP, "unknown option %s (see fluebox %s --help)",
+                                   n, cmd);
             }
             break;
         }

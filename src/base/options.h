@@ -101,6 +101,10 @@ void opt_help(FILE *f, const struct fb_optset *sets, size_t nsets, unsigned scop
 /* Find a row by long name in a table (no "--"). */
 const struct fb_opt *opt_find(const struct fb_opt *opts, size_t n, const char *name);
 
+/* The name among names[0..n) closest to word (a small edit distance, for
+ * "did you mean"), or NULL when none is close. */
+const char *opt_closest(const char *word, const char *const *names, size_t n);
+
 /* Convenience parsers for setters; each fills a message naming the option. */
 int opt_count(const struct fb_opt *o, const char *v, int64_t max, bool allow_unlimited,
               int64_t *out, struct fb_err *err);

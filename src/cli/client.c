@@ -298,7 +298,7 @@ static int set_lifetime(void *ctx, const struct fb_opt *o, const char *v, struct
     return 0;
 }
 
-static const struct fb_opt create_opts[] = {
+const struct fb_opt create_opts[] = {
     SOCKET_OPT,
     {"ttl", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_lifetime,
      "destroy the session this long after creation (default: none)", NULL},
@@ -310,6 +310,7 @@ static const struct fb_opt create_opts[] = {
      "relay 127.0.0.1:HOSTPORT on the host to PORT inside (repeatable; see session publish)",
      NULL},
 };
+const size_t create_opts_n = FB_ARRAY_LEN(create_opts);
 
 static const char create_usage[] =
     "Usage: fluebox session create [OPTIONS]\n"
@@ -401,10 +402,11 @@ static const char session_usage[] =
     "All take --socket PATH; fluebox session SUBCOMMAND --help lists each one's options.\n"
     "See docs/server.md.\n";
 
-static const struct fb_opt session_opts[] = {
+const struct fb_opt session_opts[] = {
     SOCKET_OPT,
     {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "JSON output", NULL},
 };
+const size_t session_opts_n = FB_ARRAY_LEN(session_opts);
 
 int client_opts(const char *cmd, const char *usage, const struct fb_opt *opts, size_t n,
                        struct copts *co, int argc, char **argv, unsigned mode,
@@ -566,7 +568,7 @@ static int set_tty(void *ctx, const struct fb_opt *o, const char *v, struct fb_e
     return 0;
 }
 
-static const struct fb_opt exec_opts[] = {
+const struct fb_opt exec_opts[] = {
     SOCKET_OPT,
     {"cwd", 0, FB_ARG_VALUE, "DIR", FB_OPT_ANY, set_exec_cwd,
      "working directory inside (default: the session's)", NULL},
@@ -579,6 +581,7 @@ static const struct fb_opt exec_opts[] = {
     {"tty", 't', FB_ARG_NONE, NULL, FB_OPT_ANY, set_tty,
      "a terminal inside (-it from a terminal: raw mode, its size, Ctrl-C to the command)", NULL},
 };
+const size_t exec_opts_n = FB_ARRAY_LEN(exec_opts);
 
 int write_decoded(int fd, const char *b64, size_t n)
 {

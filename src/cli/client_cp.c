@@ -40,13 +40,14 @@ static int set_recursive(void *ctx, const struct fb_opt *o, const char *v, struc
     return 0;
 }
 
-static const struct fb_opt cp_opts[] = {
+const struct fb_opt cp_opts[] = {
     SOCKET_OPT,
     {"parents", 'p', FB_ARG_NONE, NULL, FB_OPT_ANY, set_parents,
      "create missing parent directories in the session", NULL},
     {"recursive", 'r', FB_ARG_NONE, NULL, FB_OPT_ANY, set_recursive,
      "copy directories, with everything below them (a tar stream)", NULL},
 };
+const size_t cp_opts_n = FB_ARRAY_LEN(cp_opts);
 
 /* "s-0123:path" -> id and path. A local path with a colon before any
  * slash needs "./". */

@@ -45,7 +45,7 @@ int set_publish(void *ctx, const struct fb_opt *o, const char *v, struct fb_err 
     return 0;
 }
 
-static const struct fb_opt ws_opts[] = {
+const struct fb_opt ws_opts[] = {
     SOCKET_OPT,
     {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "print the server's JSON answer", NULL},
     {"any-uid", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_flag,
@@ -55,6 +55,7 @@ static const struct fb_opt ws_opts[] = {
     {"label", 0, FB_ARG_VALUE, "TEXT", FB_OPT_ANY, set_label,
      "fork: the new session's label (default: the original's)", NULL},
 };
+const size_t ws_opts_n = FB_ARRAY_LEN(ws_opts);
 
 struct sub {
     const char *name, *args, *help;

@@ -13,5 +13,14 @@ int cmd_oci(int argc, char **argv);     /* oci.c (also run as fluebox-oci[-PROFI
 int cmd_doctor(int argc, char **argv);  /* doctor.c */
 int cmd_mcp(int argc, char **argv);     /* mcp/mcp.c */
 int cmd_record(int argc, char **argv);  /* record_verify.c: verify, show */
+int cmd_completion(int argc, char **argv); /* completion.c */
+
+/* The subcommands' own option tables (options.h), each defined beside its
+ * subcommand, for `fluebox completion` (the policy table is policy_opts.h's). */
+#include "options.h"
+extern const struct fb_opt serve_opts[], create_opts[], session_opts[], exec_opts[], cp_opts[],
+    doc_opts[], learn_opts[], ws_opts[], bpf_opts[];
+extern const size_t serve_opts_n, create_opts_n, session_opts_n, exec_opts_n, cp_opts_n,
+    doc_opts_n, learn_opts_n, ws_opts_n, bpf_opts_n;
 
 #endif

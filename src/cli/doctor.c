@@ -54,7 +54,7 @@ static int set_aa(void *ctx, const struct fb_opt *o, const char *v, struct fb_er
     return 0;
 }
 
-static const struct fb_opt doc_opts[] = {
+const struct fb_opt doc_opts[] = {
     {"workspace", 0, FB_ARG_HOST_PATH, "DIR", FB_OPT_RUN, set_ws,
      "the directory whose filesystem to check (default: the current one)", NULL},
     {"json", 0, FB_ARG_NONE, NULL, FB_OPT_RUN, set_json, "one JSON object, for tools", NULL},
@@ -63,6 +63,7 @@ static const struct fb_opt doc_opts[] = {
     {"apparmor-profile", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_RUN, set_aa,
      "print the AppArmor profile granting the fluebox at PATH user namespaces", NULL},
 };
+const size_t doc_opts_n = FB_ARRAY_LEN(doc_opts);
 
 static const char doc_usage[] =
     "Usage: fluebox doctor [--workspace DIR] [--json] [--fix]\n"

@@ -160,10 +160,11 @@ static int set_out(void *ctx, const struct fb_opt *o, const char *v, struct fb_e
     return 0;
 }
 
-static const struct fb_opt learn_opts[] = {
+const struct fb_opt learn_opts[] = {
     {"out", 0, FB_ARG_HOST_PATH, "FILE", FB_OPT_RUN, set_out,
      "where to write the learned profile (required)", "Learning:"},
 };
+const size_t learn_opts_n = FB_ARRAY_LEN(learn_opts);
 
 int cmd_learn(int argc, char **argv)
 {

@@ -27,12 +27,13 @@ static int set_bpf_mode(void *ctx, const struct fb_opt *o, const char *v, struct
     return 0;
 }
 
-static const struct fb_opt bpf_opts[] = {
+const struct fb_opt bpf_opts[] = {
     {"seccomp-log", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_bpf_mode,
      "the filters as --seccomp-log runs them", NULL},
     {"learn", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_bpf_mode,
      "the filters as fluebox learn runs them", NULL},
 };
+const size_t bpf_opts_n = FB_ARRAY_LEN(bpf_opts);
 
 int cmd_profile(int argc, char **argv)
 {

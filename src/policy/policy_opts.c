@@ -310,6 +310,96 @@ static int set_print_path(void *ctx, const struct fb_opt *o, const char *v, stru
     return 0;
 }
 
+/* ---- docker and podman spellings (same meaning, other names) ---- */
+
+/* -v SRC:DST[:ro|rw]: docker's bind form. A volume without DST is docker's
+ * anonymous volume, which fluebox has not (a --tmpfs is the nearest). */
+static int set_volume(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    cleanup_free char *src = fb_xstrdup(v);
+    char *dst = strchr(src, ':');
+    if (!dst || !dst[1])
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--volume %s: expected SRC:DST[:ro] (fluebox has no anonymous volumes; "
+                       "--tmpfs DST is a private scratch directory)", v);
+    *dst++ = 0;
+    bool rw = true;
+    char *mode = strchr(dst, ':');
+    if (mode) {
+        *mode++ = 0;
+        if (strcmp(mode, "ro") && strcmp(mode, "rw"))
+            return fb_errf(err, FB_EXIT_SETUP, "--volume %s: expected ro or rw after DST, not \"%s\"",
+                           v, mode);
+        rw = !strcmp(mode, "rw");
+    }
+    struct label l;
+    return policy_add_bind(POL(ctx), src, dst, rw, oname(o, &l), err);
+}
+
+/* -u UID[:GID]: numbers only (docker looks names up in the image; fluebox
+ * has no image, and the host's names mean nothing inside). */
+static int set_user(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    cleanup_free char *u = fb_xstrdup(v);
+    char *g = strchr(u, ':');
+    if (g)
+        *g++ = 0;
+    uint64_t uid, gid = 0;
+    if (fb_parse_u64(u, &uid) < 0 || uid >= 4294967295u ||
+        (g && (fb_parse_u64(g, &gid) < 0 || gid >= 4294967295u)))
+        return fb_errf(err, FB_EXIT_SETUP, "--user %s: expected UID[:GID] as numbers", v);
+    POL(ctx)->uid = (uint32_t)uid;
+    if (g)
+        POL(ctx)->gid = (uint32_t)gid;
+    return 0;
+}
+
+/* --network none|host: docker's other networks (bridge, a named one) have
+ * no equal here; fluebox's own is --net allow with --allow-net. */
+static int set_network(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    if (strcmp(v, "none") && strcmp(v, "host"))
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "--network %s: only none and host mean here what they mean to docker "
+                       "(fluebox's filtered network: --net allow --allow-net NAME)", v);
+    return set_net(ctx, o, v, err);
+}
+
+/* --env-file FILE: docker's format, one K=V a line, # comments and blank
+ * lines skipped, K alone copies K from fluebox's environment. */
+static int set_env_file(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    FILE *f = fopen(v, "re");
+    if (!f)
+        return fb_errf(err, FB_EXIT_SETUP, "--env-file %s: %s", v, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0, lineno = 0;
+    struct label l;
+    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = 0;
+        const char *t = line + strspn(line, " \t");
+        if (!*t || *t == '#')
+            continue;
+        snprintf(l.s, sizeof l.s, "--env-file %.200s:%d", v, lineno);
+        rc = strchr(t, '=') ? policy_set_env(POL(ctx), t, l.s, err)
+                            : policy_set_env_pass(POL(ctx), t, l.s, err);
+    }
+    if (rc == 0 && ferror(f))
+        rc = fb_errf(err, FB_EXIT_SETUP, "--env-file %s: %s", v, strerror(errno));
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+static int set_interactive(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    return 0; /* the command's stdin is fluebox's already */
+}
+
 /* ---- the table ---- */
 
 enum {
@@ -351,7 +441,7 @@ const struct fb_opt cli_policy_opts[] = {
      "as root: first host id of the sandbox's range of 65,536 (default: a free one)", NULL},
     {"hostname", 0, FB_ARG_VALUE, "NAME", RSF, set_hostname, "hostname inside (default fluebox)",
      NULL},
-    {"env", 0, FB_ARG_VALUE, "K=V", RSF, set_env,
+    {"env", 'e', FB_ARG_VALUE, "K=V", RSF, set_env,
      "set a variable (the environment is otherwise clean)", NULL},
     {"env-pass", 0, FB_ARG_VALUE, "K", RS, set_env_pass,
      "copy a variable from fluebox's environment", NULL},
@@ -405,6 +495,18 @@ const struct fb_opt cli_policy_opts[] = {
      "the command on a terminal inside, of the caller's terminal size, relayed to the "
      "caller's (in raw mode when stdin is one: every key, Ctrl-C too, goes inside)",
      "Terminal:"},
+    {"interactive", 'i', FB_ARG_NONE, NULL, R | FB_OPT_QUIET, set_interactive,
+     "accepted, as docker's -i: the command's stdin is always fluebox's stdin", NULL},
+
+    {"volume", 'v', FB_ARG_HOST_BIND, "SRC:DST[:ro]", RS, set_volume,
+     "--bind SRC:DST, or --ro-bind SRC:DST with :ro",
+     "The same as docker's and podman's options of these names:"},
+    {"workdir", 'w', FB_ARG_VALUE, "DIR", RSF, set_cwd, "--cwd DIR", NULL},
+    {"user", 'u', FB_ARG_VALUE, "UID[:GID]", RSF, set_user,
+     "--uid UID [--gid GID] (numbers: there is no image to look a name up in)", NULL},
+    {"network", 0, FB_ARG_VALUE, "none|host", RSF, set_network, "--net none or --net host", NULL},
+    {"env-file", 0, FB_ARG_HOST_PATH, "FILE", R, set_env_file,
+     "--env for each K=V line of FILE (# comments; K alone: --env-pass K)", NULL},
 };
 const size_t cli_npolicy_opts = FB_ARRAY_LEN(cli_policy_opts);
 
@@ -529,15 +631,22 @@ const char cli_run_usage[] =
 
 void cli_print_usage(FILE *f)
 {
-    fputs("Usage: fluebox run [OPTIONS] -- CMD [ARGS...]\n"
+    fputs("Usage: fluebox run [OPTIONS] -- CMD [ARGS...]   run CMD in a fresh sandbox\n"
+          "       fluebox learn --out FILE [OPTIONS] -- CMD [ARGS...]   write the profile CMD needs\n"
           "       fluebox profile list | show NAME|FILE | check FILE... | bpf NAME|FILE\n"
-          "       fluebox learn --out FILE [OPTIONS] -- CMD [ARGS...]\n"
-          "       fluebox serve [--socket PATH] [--pool N] ...\n"
-          "       fluebox session create|rm|ls|info ...   fluebox exec ID -- CMD ...   fluebox cp SRC DST\n"
-          "       fluebox mcp [OPTIONS]                 (one sandbox as an MCP server on stdio: docs/mcp.md)\n"
-          "       fluebox doctor [--json] [--fix]       (what this machine offers, and what is missing)\n"
-          "       fluebox record verify FILE [--key PUBKEY] | show FILE [--json]   (a --record file)\n"
-          "       fluebox --help | --version            fluebox COMMAND --help\n"
+          "       fluebox serve [--socket PATH] [--pool N] ...   sessions over a Unix socket\n"
+          "       fluebox session create | rm | ls | info ID\n"
+          "       fluebox session publish ID [HOSTPORT:]PORT | unpublish ID PORT\n"
+          "       fluebox session diff | commit | reset ID   (a copy-on-write workspace)\n"
+          "       fluebox session fork ID | snapshot ID NAME | restore ID NAME\n"
+          "       fluebox exec ID -- CMD ...   fluebox cp SRC DST   (in a session)\n"
+          "       fluebox mcp [OPTIONS]        one sandbox as an MCP server on stdio (docs/mcp.md)\n"
+          "       fluebox mcp [OPTIONS]        one sandbox as an MCP server on stdio (docs/mcp.md)\n"
+          "       fluebox record verify FILE [--key PUBKEY] | show FILE [--json]   a --record file\n"
+          "       fluebox oci COMMAND ...      the OCI runtime (also installed as fluebox-oci)\n"
+          "       fluebox doctor [--json] [--fix]   what this machine offers, and what is missing\n"
+          "       fluebox completion bash|zsh|fish  a shell completion script\n"
+          "       fluebox --help | --version        fluebox COMMAND --help\n"
           "\n",
           f);
     fputs(cli_run_usage + strcspn(cli_run_usage, "\n") + 1, f);

@@ -523,7 +523,7 @@ static int set_log_format(void *ctx, const struct fb_opt *o, const char *v, stru
     return 0;
 }
 
-static const struct fb_opt serve_opts[] = {
+const struct fb_opt serve_opts[] = {
     {"socket", 0, FB_ARG_HOST_PATH, "PATH", FB_OPT_ANY, set_sock, "the socket to listen on",
      NULL},
     {"pool", 0, FB_ARG_VALUE, "N", FB_OPT_ANY, set_number,
@@ -562,6 +562,7 @@ static const struct fb_opt serve_opts[] = {
     {"foreign-net-host", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_foreign,
      "let them share the host network (where a profile permits it)", NULL},
 };
+const size_t serve_opts_n = FB_ARRAY_LEN(serve_opts);
 
 /* 0: go on; 1: --help was printed; -1: an error was printed. */
 static int parse_serve_args(struct srv *srv, int argc, char **argv, const char **sock)
