@@ -1,8 +1,11 @@
 # fluebox — build, test, benchmark.
 #   make            build ./fluebox (installs missing Debian -dev packages first)
 #   make demo       build and run a real example in a sandbox
-#   make check      build (normal and ASan/UBSan), check the layers and run
-#                   every test
+#   make dist       the packages into dist/: a Debian package, an npm package
+#                   and a Python wheel carrying the binary, a source tarball
+#                   (scripts/dist.sh; docs/install.md)
+#   make check      build (normal and ASan/UBSan), check the layers, build
+#                   dist/ and run every test
 #   make layers     the subsystem folders call each other only as
 #                   scripts/layers.txt says (reads the built objects' symbols)
 #   make check-kernels  the Linux 6.1 / cgroup v2 guest suites, with the whole
@@ -33,7 +36,7 @@ ASAN_OBJ:= $(addprefix build/asan/,$(notdir $(SRC:.c=.o)))
 vpath %.c $(SRCDIRS)
 PROFILES:= $(wildcard profiles/*.json)
 
-.PHONY: FORCE all deps demo check check-quick layers check-kernels asan bench redteam fuzz clean install oci-conformance
+.PHONY: FORCE all deps dist demo check check-quick layers check-kernels asan bench redteam fuzz clean install oci-conformance
 
 all: fluebox
 
@@ -123,7 +126,11 @@ asan: build/fluebox-asan
 demo: fluebox
 	@sh scripts/demo.sh
 
-check: fluebox build/fluebox-asan layers
+# The packages (scripts/dist.sh): the tools come from scripts/deps.sh dist.
+dist: fluebox
+	@sh scripts/dist.sh
+
+check: fluebox build/fluebox-asan layers dist
 	@sh scripts/deps.sh test
 	@bash tests/run.sh
 
@@ -161,7 +168,7 @@ oci-conformance: fluebox
 	@bash tests/oci/conformance.sh --all --table build/oci-conformance.md
 
 clean:
-	rm -rf build fluebox
+	rm -rf build fluebox dist
 
 -include $(wildcard build/obj/*.d build/asan/*.d)
 -include tests/probes/probes.mk

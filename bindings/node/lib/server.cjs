@@ -124,7 +124,53 @@ function which(name, env = process.env) {
   return null;
 }
 
-/** The fluebox binary: the `binary` option, FLUEBOX_BIN, or `fluebox` on PATH. */
+// The binary a published package carries (make dist puts it there), for the
+// platform it was built for: vendor/PLATFORM-ARCH/fluebox.
+const VENDOR = path.join(__dirname, '..', 'vendor');
+const ELF_MACHINE = { x64: 62, arm64: 183, ia32: 3, arm: 40, riscv64: 243, s390x: 22, ppc64: 21 };
+
+/** The platforms whose binary this package carries ("linux-x64"), if any. */
+function bundledPlatforms() {
+  try {
+    return fs.readdirSync(VENDOR).filter((d) => isExecutable(path.join(VENDOR, d, 'fluebox')));
+  } catch {
+    return [];
+  }
+}
+
+/** The ELF machine number of file p, or -1 when it is not an ELF file. */
+function elfMachine(p) {
+  const b = Buffer.alloc(20);
+  let fd;
+  try {
+    fd = fs.openSync(p, 'r');
+    if (fs.readSync(fd, b, 0, 20, 0) < 20 || b.readUInt32BE(0) !== 0x7f454c46) return -1;
+    return b[5] === 2 ? b.readUInt16BE(18) : b.readUInt16LE(18);
+  } catch {
+    return -1;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/** The bundled binary for this machine, null when the package carries none,
+ *  or a one-line error when it carries one that cannot run here. */
+function bundledBinary() {
+  const have = bundledPlatforms();
+  if (!have.length) return null;
+  const want = `${process.platform}-${process.arch}`;
+  const p = path.join(VENDOR, want, 'fluebox');
+  if (have.includes(want) && elfMachine(p) === ELF_MACHINE[process.arch]) return p;
+  throw new FlueboxError(
+    'binary_not_found',
+    `the fluebox binary in this package is for ${have.join(', ')} and cannot run on this machine (${want}): ` +
+      'set FLUEBOX_BIN or put a fluebox built for it on PATH (its `fluebox doctor` says what this machine offers)',
+  );
+}
+
+/** The fluebox binary: the `binary` option, FLUEBOX_BIN, the one this
+ *  package carries (an installed package from make dist), or `fluebox` on
+ *  PATH. */
 function findBinary(binary, env = process.env) {
   const candidates = [];
   if (binary) candidates.push(['the binary option', binary]);
@@ -133,11 +179,13 @@ function findBinary(binary, env = process.env) {
     if (isExecutable(p)) return path.resolve(p);
     throw new FlueboxError('binary_not_found', `fluebox binary not found: ${p} (from ${from}) is not an executable file`);
   }
+  const bundled = bundledBinary();
+  if (bundled) return bundled;
   const found = which('fluebox', env);
   if (found) return found;
   throw new FlueboxError(
     'binary_not_found',
-    'fluebox binary not found: neither the binary option, FLUEBOX_BIN nor PATH names a fluebox executable',
+    'fluebox binary not found: neither the binary option, FLUEBOX_BIN, this package nor PATH holds a fluebox executable',
   );
 }
 
@@ -182,7 +230,12 @@ class PrivateServer {
       else server._cleanup();
       await server.waitExit(1000);
       const why = ready === 'timeout' ? `did not become ready within ${startTimeoutMs} ms` : `exited (${server.exitDescription()}) before it was ready`;
-      throw new FlueboxError('server_failed', `fluebox serve ${why}${server.stderrText() ? ': ' + server.stderrText() : ''}`);
+      // One line, and where to look: doctor says which kernel feature or
+      // setting this machine lacks.
+      throw new FlueboxError(
+        'server_failed',
+        `fluebox serve (${bin}) ${why}${server.stderrText() ? ': ' + server.stderrText() : ''} (run \`${bin} doctor\` to see what this machine lacks)`,
+      );
     }
     try {
       const conn = await Connection.open(socket, { timeoutMs: 5000 });

@@ -8,7 +8,16 @@ isolation has nothing to fetch.
 
 It writes a plain wheel (PEP 427) holding the `fluebox` directory, an sdist
 (PEP 517/625), and an editable wheel (PEP 660, a .pth file pointing here).
-Metadata comes from the [project] table of pyproject.toml.
+Metadata comes from the [project] table of pyproject.toml; the version from
+the repository's VERSION file when this directory is in the repository.
+
+`make dist` calls build_binary_wheel (not a PEP 517 hook): the same package
+with the static fluebox binary as fluebox/_bin/fluebox, found by the client
+after FLUEBOX_BIN and before PATH. Its tag, py3-none-manylinux_2_17_x86_64
+.musllinux_1_1_x86_64: the Python code is version-independent (py3, no ABI),
+and the binary is linked statically, so it loads no C library at all: the
+glibc 2.17 / musl 1.1 floors those tags promise are met by having no floor,
+and the one real requirement, an x86-64 Linux kernel, is what the tags say.
 """
 
 import base64
@@ -57,8 +66,18 @@ def _project():
     return out
 
 
+def _version(p):
+    """The repository's VERSION (one place for the version), else pyproject's."""
+    path = os.path.join(HERE, "..", "..", "VERSION")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            return f.readline().strip()
+    return p["version"]
+
+
 def _metadata():
     p = _project()
+    p["version"] = _version(p)
     lines = [
         "Metadata-Version: 2.1",
         "Name: %s" % p["name"],
@@ -102,28 +121,30 @@ def _record_hash(data):
     return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
-def _write_wheel(directory, files):
-    """files: list of (archive name, bytes). Adds dist-info and RECORD."""
+def _write_wheel(directory, files, tag="py3-none-any", extra_meta=()):
+    """files: list of (archive name, bytes[, mode]). Adds dist-info and RECORD."""
     name, version, metadata = _metadata()
     di = _dist_info(name, version)
-    wheel_meta = (
-        "Wheel-Version: 1.0\nGenerator: fluebox_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    )
-    files = list(files) + [
-        (di + "/METADATA", metadata.encode("utf-8")),
-        (di + "/WHEEL", wheel_meta.encode()),
-    ]
+    wheel_meta = "Wheel-Version: 1.0\nGenerator: fluebox_build\nRoot-Is-Purelib: %s\n" % (
+        "true" if tag.endswith("-any") else "false")
+    for t in tag.split("-")[2].split("."):
+        wheel_meta += "Tag: py3-none-%s\n" % t
+    files = [f if len(f) == 3 else (f[0], f[1], 0o644) for f in files] + [
+        (di + "/METADATA", metadata.encode("utf-8"), 0o644),
+        (di + "/WHEEL", wheel_meta.encode(), 0o644),
+    ] + [(di + "/" + n, d, 0o644) for n, d in extra_meta]
     record = io.StringIO()
-    for arc, data in files:
+    for arc, data, _ in files:
         record.write("%s,%s,%d\n" % (arc, _record_hash(data), len(data)))
     record.write("%s/RECORD,,\n" % di)
-    files.append((di + "/RECORD", record.getvalue().encode()))
-    whl = "%s-%s-py3-none-any.whl" % (name.replace("-", "_"), version)
+    files.append((di + "/RECORD", record.getvalue().encode(), 0o644))
+    whl = "%s-%s-%s.whl" % (name.replace("-", "_"), version, tag)
     stamp = time.gmtime(int(os.environ.get("SOURCE_DATE_EPOCH", "315532800")))[:6]
     with zipfile.ZipFile(os.path.join(directory, whl), "w", zipfile.ZIP_DEFLATED) as z:
-        for arc, data in files:
+        for arc, data, mode in files:
             info = zipfile.ZipInfo(arc, date_time=stamp)
-            info.external_attr = 0o644 << 16
+            info.create_system = 3  # Unix: the mode below is kept by pip and unzip
+            info.external_attr = (0o100000 | mode) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             z.writestr(info, data)
     return whl
@@ -162,6 +183,23 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         with open(full, "rb") as f:
             files.append((arc, f.read()))
     return _write_wheel(wheel_directory, files)
+
+
+BINARY_TAG = "py3-none-manylinux_2_17_x86_64.musllinux_1_1_x86_64"
+
+
+def build_binary_wheel(wheel_directory, binary):
+    """The platform wheel: the package plus the static binary (see the top)."""
+    files = []
+    for full, arc in _package_files():
+        if arc.startswith(PKG + "/_bin/"):
+            continue
+        with open(full, "rb") as f:
+            files.append((arc, f.read()))
+    with open(binary, "rb") as f:
+        files.append((PKG + "/_bin/fluebox", f.read(), 0o755))
+    entry = b"[console_scripts]\nfluebox = fluebox.__main__:main\n"
+    return _write_wheel(wheel_directory, files, BINARY_TAG, [("entry_points.txt", entry)])
 
 
 def build_editable(wheel_directory, config_settings=None, metadata_directory=None):

@@ -1,6 +1,6 @@
 """``python3 -m fluebox ARGS...`` runs the fluebox binary with ARGS, for
 example ``python3 -m fluebox run --profile strict -- python3 tool.py``. The
-binary is FLUEBOX_BIN or ``fluebox`` on PATH; its exit status is ours."""
+binary is FLUEBOX_BIN, the one the package carries, or ``fluebox`` on PATH; its exit status is ours."""
 
 import os
 import sys

@@ -11,6 +11,7 @@ import secrets
 import shutil
 import stat as _stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -665,8 +666,45 @@ def _also(uids: Sequence[int]) -> str:
     return (" or uid %d" % extra[0]) if extra else " (pass server_uid=N to trust another)"
 
 
+# The binary a platform wheel carries (make dist puts it there): _bin/fluebox,
+# with _bin/PLATFORM naming the machine it was built for ("linux-x86_64").
+_BIN_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bin")
+_ELF_MACHINE = {"x86_64": 62, "aarch64": 183, "i686": 3, "armv7l": 40, "riscv64": 243,
+                "s390x": 22, "ppc64le": 21}
+
+
+def _elf_machine(path: str) -> int:
+    """The ELF machine number of the file, or -1 when it is not ELF."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return -1
+    if len(head) < 20 or head[:4] != b"\x7fELF":
+        return -1
+    return int.from_bytes(head[18:20], "big" if head[5] == 2 else "little")
+
+
+def bundled_binary() -> Optional[str]:
+    """The binary this package carries, None when it carries none; raises
+    BinaryNotFound (one line) when it carries one that cannot run here."""
+    path = os.path.join(_BIN_DIR, "fluebox")
+    if not os.path.exists(path):
+        return None
+    here = "%s-%s" % (sys.platform, os.uname().machine)
+    if _elf_machine(path) == _ELF_MACHINE.get(os.uname().machine) and sys.platform == "linux":
+        if os.access(path, os.X_OK):
+            return path
+        raise BinaryNotFound("the fluebox binary in this package (%s) is not executable: "
+                             "reinstall the package, or set FLUEBOX_BIN" % path)
+    raise BinaryNotFound("the fluebox binary in this package is for another machine and cannot "
+                         "run on this one (%s): set FLUEBOX_BIN or put a fluebox built for it on "
+                         "PATH (its `fluebox doctor` says what this machine offers)" % here)
+
+
 def find_binary(binary: Optional[str] = None, env: Optional[Mapping[str, str]] = None) -> str:
-    """The fluebox binary: ``binary``, FLUEBOX_BIN, or ``fluebox`` on PATH."""
+    """The fluebox binary: ``binary``, FLUEBOX_BIN, the one this package
+    carries (a wheel from make dist), or ``fluebox`` on PATH."""
     env = os.environ if env is None else env
     given = binary or env.get("FLUEBOX_BIN")
     if given:
@@ -674,11 +712,14 @@ def find_binary(binary: Optional[str] = None, env: Optional[Mapping[str, str]] =
             return os.path.abspath(given)
         raise BinaryNotFound("fluebox binary not found: %s (from %s) is not an executable file"
                              % (given, "the binary argument" if binary else "FLUEBOX_BIN"))
+    bundled = bundled_binary()
+    if bundled:
+        return bundled
     found = shutil.which("fluebox", path=env.get("PATH"))
     if found:
         return found
-    raise BinaryNotFound("fluebox binary not found: neither the binary "
-                         "argument, FLUEBOX_BIN nor PATH names a fluebox executable")
+    raise BinaryNotFound("fluebox binary not found: neither the binary argument, FLUEBOX_BIN, "
+                         "this package nor PATH holds a fluebox executable")
 
 
 _spawner_lock = threading.Lock()
@@ -792,7 +833,10 @@ class PrivateServerProcess:
             why = "exited (%s) before it was ready" % self.exit_description()
         tail = self.stderr_text()
         self._cleanup()
-        return ServerFailed("fluebox serve %s%s" % (why, ": " + tail if tail else ""))
+        # One line, and where to look: doctor says which kernel feature or
+        # setting this machine lacks.
+        return ServerFailed("fluebox serve (%s) %s%s (run `%s doctor` to see what this machine "
+                            "lacks)" % (self.binary, why, ": " + tail if tail else "", self.binary))
 
     @property
     def pid(self) -> int:
