@@ -149,4 +149,49 @@ while True:
 else
   skip "the CLI refuses a server of another uid" "needs root, the user fbtest and /usr/bin/python3"
 fi
+
+# --- the version, every subcommand in --help, completion (issue 29) ---------------
+run_fb --version
+case "$OUT" in "fluebox $(sed -n 1p "$ROOT/VERSION") (commit "*) ok "--version: VERSION and the commit";;
+  *) fail "--version: VERSION and the commit" "$OUT";; esac
+run_fb --help
+missing=""
+for c in run learn profile serve "session create" "session publish" "session diff" "session fork" exec cp oci doctor completion; do
+  case "$OUT" in *"fluebox $c"*) ;; *) missing="$missing $c";; esac
+done
+[ -z "$missing" ] && ok "--help lists every subcommand" || fail "--help lists every subcommand" "missing:$missing"
+for sh in bash zsh fish; do expect_out "completion $sh" "fluebox" completion "$sh"; done
+expect_err "completion of an unknown shell" 125 "expected one of bash, zsh or fish" completion tcsh; one_line "completion tcsh"
+run_fb completion bash
+printf '%s\n' "$OUT" > "$T/comp.bash"
+# The bash script completes from the tables: an option, a value, a subcommand.
+got=$(bash -c '. "$1"; COMP_WORDS=(fluebox run --worksp); COMP_CWORD=2; _fluebox; echo "${COMPREPLY[*]}";
+  COMP_WORDS=(fluebox run --net ""); COMP_CWORD=3; _fluebox; echo "${COMPREPLY[*]}";
+  COMP_WORDS=(fluebox ses); COMP_CWORD=1; _fluebox; echo "${COMPREPLY[*]}";
+  COMP_WORDS=(fluebox run --profile st); COMP_CWORD=3; _fluebox; echo "${COMPREPLY[*]}"' _ "$T/comp.bash" 2>&1)
+[ "$got" = "--workspace
+none allow host
+session
+standard strict" ] && ok "bash completion: options, values, subcommands, profiles" || fail "bash completion" "$got"
+
+# --- docker and podman spellings: the same meaning as fluebox's options ------------
+mkdir -p "$T/vol" && echo inside > "$T/vol/f" && chmod -R a+rX "$T/vol"
+printf '# a comment\nFROM_FILE=1\n\nPASSED\n' > "$T/env.list"; chmod a+r "$T/env.list"
+PASSED=p run_fb run -e A=a --env-file "$T/env.list" -- sh -c 'echo "$A $FROM_FILE $PASSED"'
+[ "$OUT" = "a 1 p" ] && ok "-e and --env-file (K=V, # comments, K alone passes K)" || fail "-e and --env-file" "$OUT $ERR"
+run_fb run -v "$T/vol:/data:ro" -w /data -- sh -c 'cat f; pwd; touch x 2>/dev/null && echo writable || echo read-only'
+[ "$OUT" = "inside
+/data
+read-only" ] && ok "-v SRC:DST:ro and -w" || fail "-v SRC:DST:ro and -w" "$OUT $ERR"
+expect_out "-u UID:GID" "4242 4343" run -u 4242:4343 -- sh -c 'echo $(id -u) $(id -g)'
+expect_out "--network none" "fluebox" run --network none -i -- hostname
+expect_err "--network bridge is refused, naming fluebox's own" 125 "--net allow --allow-net" run --network bridge -- true; one_line "--network bridge"
+expect_err "-u with a name is refused" 125 "--user bob: expected UID[:GID] as numbers" run -u bob -- true; one_line "-u name"
+expect_err "-v without DST is refused" 125 "expected SRC:DST[:ro]" run -v "$T/vol" -- true; one_line "-v SRC"
+expect_err "--read-only says what fluebox does instead" 125 "always read-only" run --read-only -- true; one_line "--read-only"
+# --- an unknown option or command names the closest known one ----------------------
+expect_err "a misspelt option: did you mean" 125 "unknown option --workspce: did you mean --workspace?" run --workspce /tmp -- true; one_line "did you mean"
+expect_err "a misspelt session option" 125 "did you mean --socket?" session ls --sockte /x; one_line "session did you mean"
+expect_err "nothing close: no guess" 125 "unknown option --zzzzzzzz (see" run --zzzzzzzz -- true
+expect_err "a misspelt command: did you mean" 125 "did you mean \"session\"?" sesion ls; one_line "misspelt command"
 no_leftovers "nothing left behind"
