@@ -60,10 +60,10 @@ case "$v" in "fluebox $version (commit "*) ok "fluebox --version: VERSION and th
 
 # --- the Debian package ------------------------------------------------------------
 deb_checks() {
-  if dpkg-query -W fluebox >/dev/null 2>&1; then
+  if dpkg-query -W -f='${Status}' fluebox 2>/dev/null | grep -q '^install ok installed'; then
     skip "the Debian package" "a fluebox package is installed already; not touching it"; return
   fi
-  at_exit "dpkg -r fluebox >/dev/null 2>&1"
+  at_exit "dpkg -P fluebox >/dev/null 2>&1"
   if ! dpkg -i "$deb" > "$W/dpkg.log" 2>&1; then fail "dpkg -i the package" "$(tail -n 3 "$W/dpkg.log")"; return; fi
   ok "dpkg -i the package"
   out=$(cd "$W" && env -i PATH=$CLEAN_PATH fluebox run -- sh -c 'echo sandboxed $(id -u)' 2>&1)
@@ -87,11 +87,11 @@ deb_checks() {
     out=$(MANWIDTH=80 man 5 fluebox-profile 2>&1 | grep -c "seccomp.rules")
     [ "$out" -ge 1 ] && ok "deb: man 5 fluebox-profile" || fail "deb: man 5 fluebox-profile"
   fi
-  if dpkg -r fluebox > "$W/dpkg.log" 2>&1 && [ ! -e /usr/bin/fluebox ] && [ ! -e /usr/bin/fluebox-oci ] &&
-     ! dpkg-query -W -f='${Status}' fluebox 2>/dev/null | grep -q "install ok"; then
-    ok "dpkg -r removes it"
+  if dpkg -P fluebox > "$W/dpkg.log" 2>&1 && [ ! -e /usr/bin/fluebox ] && [ ! -e /usr/bin/fluebox-oci ] &&
+     ! dpkg-query -W -f='${Status}' fluebox 2>/dev/null | grep -q "^install ok"; then
+    ok "dpkg -P removes it"
   else
-    fail "dpkg -r removes it" "$(tail -n 3 "$W/dpkg.log")"
+    fail "dpkg -P removes it" "$(tail -n 3 "$W/dpkg.log")"
   fi
 }
 if [ "$(id -u)" = 0 ]; then deb_checks; else skip "the Debian package" "needs root (dpkg -i)"; fi
