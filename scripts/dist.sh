@@ -36,6 +36,12 @@ node_version=$(node -p 'require("./bindings/node/package.json").version')
   exit 1
 }
 
+py_version=$(sed -n 's/^version = "\(.*\)"$/\1/p' bindings/python/pyproject.toml)
+[ "$py_version" = "$version" ] || {
+  echo "dist.sh: bindings/python/pyproject.toml says $py_version, VERSION says $version: make them agree" >&2
+  exit 1
+}
+
 B=build/dist
 rm -rf "$B" dist
 mkdir -p "$B" dist
