@@ -11,7 +11,8 @@
 #                   and e2fsprogs (the Linux 6.1 / cgroup v2 guest, tests/vm),
 #                   containerd, runc and golang-go (fluebox oci's suites),
 #                   python3-virtualenv, python3-pytest and python3-pip (the venv
-#                   and TLS trust tests, 60-toolchains and 61-trust)
+#                   and TLS trust tests, 60-toolchains and 61-trust), unzip
+#                   (a wheel installed without pip, tests/suites/dist.sh)
 #   deps.sh dist    + what `make dist` uses: go-md2man (the man pages),
 #                   lintian (checks the Debian package), dpkg-dev, git (the
 #                   source tarball), node and npm (npm pack), python3
@@ -25,7 +26,7 @@ set -e
 build="gcc make pkg-config libseccomp-dev libjansson-dev libssl-dev"
 test="curl openssl iproute2 python3 python3-venv git procps util-linux strace
   clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs containerd runc golang-go
-  python3-virtualenv python3-pytest python3-pip"
+  python3-virtualenv python3-pytest python3-pip unzip"
 dist="go-md2man lintian dpkg-dev git python3 python3-venv"
 want=$build; node=""
 case "${1:-build}" in
