@@ -6,6 +6,7 @@
 #include "policy_opts.h"
 #include "client.h"
 #include "commands.h"
+#include "mcp.h"
 #include "profile.h"
 #include "report.h"
 #include "supervise.h"
@@ -107,6 +108,9 @@ int main(int argc, char **argv)
         printf("fluebox %s (%s)\n", fb_version, fb_commit);
         return fflush(stdout) == 0 ? 0 : FB_EXIT_SETUP;
     }
+    if (!strcmp(c, "completion")) /* the layers above cli's, too */
+        completion_add_command("mcp", "one sandbox as an MCP server on stdio", mcp_opts,
+                               &mcp_opts_n);
     for (size_t i = 0; i < FB_ARRAY_LEN(cmds); i++)
         if (!strcmp(c, cmds[i].name))
             return cmds[i].fn(argc - 2, argv + 2);

@@ -417,13 +417,14 @@ static int set_allow_commit(void *ctx, const struct fb_opt *o, const char *v, st
     return 0;
 }
 
-static const struct fb_opt mcp_opts[] = {
+const struct fb_opt mcp_opts[] = {
     {"max-output", 0, FB_ARG_VALUE, "SIZE", FB_OPT_ANY, set_max_output,
      "bytes kept of each exec output stream and of one read_file (default 1M)", NULL},
     {"mcp-allow-commit", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_allow_commit,
      "with --cow: a commit tool, so the agent may apply its changes to the host directory",
      NULL},
 };
+const size_t mcp_opts_n = FB_ARRAY_LEN(mcp_opts);
 
 static const char mcp_usage[] =
     "Usage: fluebox mcp [OPTIONS]\n"

@@ -103,5 +103,8 @@ void mcp_tool_reply(struct mcp *m, struct mcp_op *op, json_t *msg);
 json_t *mcp_jstr(const unsigned char *p, size_t n);
 
 int cmd_mcp(int argc, char **argv);
+/* Its option table (for fluebox completion, through main.c). */
+extern const struct fb_opt mcp_opts[];
+extern const size_t mcp_opts_n;
 
 #endif

@@ -156,11 +156,12 @@ case "$OUT" in "fluebox $(sed -n 1p "$ROOT/VERSION") (commit "*) ok "--version: 
   *) fail "--version: VERSION and the commit" "$OUT";; esac
 run_fb --help
 missing=""
-for c in run learn profile serve "session create" "session publish" "session diff" "session fork" exec cp oci doctor completion; do
+for c in run learn profile serve "session create" "session publish" "session diff" "session fork" exec cp mcp oci doctor completion; do
   case "$OUT" in *"fluebox $c"*) ;; *) missing="$missing $c";; esac
 done
 [ -z "$missing" ] && ok "--help lists every subcommand" || fail "--help lists every subcommand" "missing:$missing"
 for sh in bash zsh fish; do expect_out "completion $sh" "fluebox" completion "$sh"; done
+expect_out "completion: mcp (a layer above cli) with its own options" "--mcp-allow-commit" completion bash
 expect_err "completion of an unknown shell" 125 "expected one of bash, zsh or fish" completion tcsh; one_line "completion tcsh"
 run_fb completion bash
 printf '%s\n' "$OUT" > "$T/comp.bash"
