@@ -1,8 +1,8 @@
 /* main.c — subcommand dispatch. Each subcommand lives with its concern:
  * run (here, through run/supervise.c), profile (cli/profile_cmd.c), learn
  * (cli/learn.c), serve (server/server.c), session / exec / cp (cli/client*.c),
- * oci (oci/oci.c), doctor (cli/doctor.c), mcp (mcp/mcp.c), completion
- * (cli/completion.c). scripts/layers.txt says which folder may call which. */
+ * oci (oci/oci.c), doctor (cli/doctor.c), mcp (mcp/mcp.c), record
+ * (record/record_verify.c), completion (cli/completion.c). scripts/layers.txt says which folder may call which. */
 #include "policy_opts.h"
 #include "client.h"
 #include "commands.h"

@@ -45,6 +45,7 @@ static const struct ccmd cmds[] = {
     {"oci", "the OCI runtime (runc-compatible)",
      "create start state kill delete exec ps pause resume update run list features",
      {{0}}},
+    {"record", "verify or show a --record file", "verify show", {{0}}},
     {"completion", "print a shell completion script", "bash zsh fish", {{0}}},
 };
 

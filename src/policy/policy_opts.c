@@ -641,7 +641,6 @@ void cli_print_usage(FILE *f)
           "       fluebox session fork ID | snapshot ID NAME | restore ID NAME\n"
           "       fluebox exec ID -- CMD ...   fluebox cp SRC DST   (in a session)\n"
           "       fluebox mcp [OPTIONS]        one sandbox as an MCP server on stdio (docs/mcp.md)\n"
-          "       fluebox mcp [OPTIONS]        one sandbox as an MCP server on stdio (docs/mcp.md)\n"
           "       fluebox record verify FILE [--key PUBKEY] | show FILE [--json]   a --record file\n"
           "       fluebox oci COMMAND ...      the OCI runtime (also installed as fluebox-oci)\n"
           "       fluebox doctor [--json] [--fix]   what this machine offers, and what is missing\n"

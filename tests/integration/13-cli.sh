@@ -156,7 +156,7 @@ case "$OUT" in "fluebox $(sed -n 1p "$ROOT/VERSION") (commit "*) ok "--version: 
   *) fail "--version: VERSION and the commit" "$OUT";; esac
 run_fb --help
 missing=""
-for c in run learn profile serve "session create" "session publish" "session diff" "session fork" exec cp mcp oci doctor completion; do
+for c in run learn profile serve "session create" "session publish" "session diff" "session fork" exec cp mcp "record verify" oci doctor completion; do
   case "$OUT" in *"fluebox $c"*) ;; *) missing="$missing $c";; esac
 done
 [ -z "$missing" ] && ok "--help lists every subcommand" || fail "--help lists every subcommand" "missing:$missing"
