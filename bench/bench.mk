@@ -4,7 +4,7 @@
 #   make bench          full run: bench/results/latest.md and latest.json
 #   make bench-quick    a short smoke run of the same (noisier numbers)
 #   make bench-setup    install bubblewrap from Debian if it is missing
-#   make bench-publish  copy the last full run into bench/RESULTS.* and the README
+#   make bench-publish  copy the last full run into bench/RESULTS.* and docs/bench.md
 #
 # The harness is built with its own flags so that sanitizer builds of
 # fluebox do not leak into it.
@@ -32,11 +32,11 @@ bench-quick: $(BENCH_HARNESS) fluebox bench-setup
 	$(BENCH_DIR)/run.sh --quick
 
 # After a full `make bench`: bench/RESULTS.md and RESULTS.json become that
-# run's snapshot, and the README's benchmark tables are copied from it.
+# run's snapshot, and docs/bench.md's tables are copied from it.
 .PHONY: bench-publish
 bench-publish:
 	@test -s $(BENCH_DIR)/results/latest.md || { echo "bench-publish: run make bench first" >&2; exit 1; }
 	@{ echo '<!-- Snapshot of bench/results/latest.md from the run described below (bench/results/ itself is not tracked). -->'; cat $(BENCH_DIR)/results/latest.md; } > $(BENCH_DIR)/RESULTS.md
 	@cp $(BENCH_DIR)/results/latest.json $(BENCH_DIR)/RESULTS.json
-	@python3 $(BENCH_DIR)/readme.py $(BENCH_DIR)/results/latest.md README.md
-	@echo "bench-publish: bench/RESULTS.md, bench/RESULTS.json and README.md updated"
+	@python3 $(BENCH_DIR)/readme.py $(BENCH_DIR)/results/latest.md docs/bench.md
+	@echo "bench-publish: bench/RESULTS.md, bench/RESULTS.json and docs/bench.md updated"

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""bench/readme.py — copies the tables of one `make bench` run into the
-README, so that its benchmark section always comes from a single run.
+"""bench/readme.py — copies the tables of one `make bench` run into
+docs/bench.md, so that its tables always come from a single run.
 
-    python3 bench/readme.py [bench/results/latest.md] [README.md]
+    python3 bench/readme.py [bench/results/latest.md] [docs/bench.md]
 
-Replaces what lies between the README's two markers ("<!-- bench: begin"
+Replaces what lies between the page's two markers ("<!-- bench: begin"
 ... and "<!-- bench: end -->") with the run's header (command, commit,
 machine, load) and the sections named in SECTIONS, in that order: the
 cold-start, payload, throughput, memory and session tables and the targets
@@ -39,7 +39,7 @@ def parse(md):
 
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else "bench/results/latest.md"
-    readme = sys.argv[2] if len(sys.argv) > 2 else "README.md"
+    readme = sys.argv[2] if len(sys.argv) > 2 else "docs/bench.md"
     head, secs = parse(open(src).read())
     intro = "\n".join(l for l in head.splitlines()
                       if l.strip() and not l.startswith(("#", "<!--")))

@@ -6,7 +6,7 @@
  * server uses for session.create's typed parameters.
  *
  * To add an option: one row here (name, argument, scopes, setter, help
- * line), a setter, and a line in the README. The --help text is generated
+ * line), a setter, and a line in docs/run.md's table. The --help text is generated
  * from the rows. */
 #include "policy_opts.h"
 

@@ -30,7 +30,7 @@
 #   --bwrap    adds an informational column: the same probes under bubblewrap
 #              with a layout like fluebox's strict one (never pass/fail).
 #   --verbose  prints every verdict line, not only those of failures.
-#   --markdown FILE  also writes the table as markdown (for the README), with
+#   --markdown FILE  also writes the table as markdown (for docs/threat-model.md), with
 #              the machine, the user and the verdict details of escapes.
 #   --none-informational  the no-sandbox column is shown, not judged: for a
 #              run inside a container whose own profile stops some attacks
@@ -72,7 +72,7 @@ CAPS=(pids_cap=256 mem_cap=256 fill_cap=128 timeout=20)
 
 # Escapes a profile allows on purpose. Key "probe:profile", value the reason,
 # printed under the table. Keep this short: everything else must be blocked
-# under every profile. The README's threat model says the same.
+# under every profile. docs/threat-model.md says the same.
 declare -A ALLOWED=(
     # trusted with --net host runs in the host's network namespace, which that
     # profile permits: host loopback services, the host's abstract unix
@@ -123,7 +123,7 @@ DOS_UID=1879048191
 # Rootless, the sandbox user is the caller's own uid (so the caller's files
 # stay theirs; unprivileged users cannot make idmapped mounts): counters kept
 # per host uid are shared with the caller's other processes by design. These
-# are documented in the README's threat model and not run rootless (running
+# are documented in docs/threat-model.md and not run rootless (running
 # them would take the quota of every process of this user on the machine).
 DOS_SHARED_UID=" dos_pipe_pages dos_scm_inflight "
 
@@ -631,7 +631,7 @@ for p in "${PROBES[@]}"; do
                 pass "$p under $m: escaped, allowed (${ALLOWED[$p:$m]})"
             elif [ "$v" = SHARED ]; then
                 cell=shared-uid
-                pass "$p under $m: not run: $detail (README, threat model)"
+                pass "$p under $m: not run: $detail (docs/threat-model.md)"
             elif [ "$v" = ESCAPED ] && [ "$p" = fork_bomb ] && [ "$m" = landlock ] && [ -n "$NO_PIDSCG_LL" ]; then
                 cell=no-cgroup
                 pass "$p under $m: not bounded: $ME has no pids cgroup here and --isolation landlock has no per-user stand-in (its report says so; --require-limits refuses)"
@@ -710,9 +710,9 @@ say ""
 say "blocked: every attempt failed; allowed: escaped where the profile permits it"
 say "(reasons below); ESCAPED!/ERROR!/SKIP!: failures. 'none' is the same probe"
 say "with no sandbox: escaped there shows the probe can see its escape."
-[ -n "$NO_MEMCG" ] && say "no-cgroup: $ME cannot create cgroups here, so --mem is a per-process RLIMIT_DATA only (rootless limit; see the README)"
-[ "$IS_ROOT" != 1 ] && say "shared-uid: rootless sandboxes run as $ME, so counters the kernel keeps per host uid (pipe pages, fds in flight, epoll watches) are shared with $ME's processes (rootless limit; see the README); not run"
-[ -n "$NO_PIDSCG_LL" ] && say "no-cgroup (fork_bomb, landlock): without a pids cgroup --isolation landlock does not bound processes (see the README)"
+[ -n "$NO_MEMCG" ] && say "no-cgroup: $ME cannot create cgroups here, so --mem is a per-process RLIMIT_DATA only (rootless limit; see docs/run.md)"
+[ "$IS_ROOT" != 1 ] && say "shared-uid: rootless sandboxes run as $ME, so counters the kernel keeps per host uid (pipe pages, fds in flight, epoll watches) are shared with $ME's processes (rootless limit; see docs/run.md); not run"
+[ -n "$NO_PIDSCG_LL" ] && say "no-cgroup (fork_bomb, landlock): without a pids cgroup --isolation landlock does not bound processes (see docs/where-it-runs.md)"
 say "no sandbox: $escapes_none of ${#PROBES[@]} probes escaped (need $need)"
 shown=""
 for k in "${!ALLOWED[@]}"; do
