@@ -119,7 +119,7 @@ run_fb session rm --socket "$SOCK" "$ID"
 [ "$RC" = 0 ] && ok "session rm" || fail "session rm" "$ERR"
 expect_err "exec in a removed session: 125 not_found" 125 "not_found" exec --socket "$SOCK" "$ID" -- true
 expect_err "session rm of an unknown id: 125" 125 "not_found" session rm --socket "$SOCK" s-0000000000000000
-expect_err "a client without a server: 125 and why" 125 "cannot reach the server" session ls --socket "$T/none.sock"
+expect_err "a client without a server: 125 and why" 125 'no `fluebox serve` is running at' session ls --socket "$T/none.sock"
 
 # --- stop ------------------------------------------------------------------------------
 run_fb session create --socket "$SOCK"
