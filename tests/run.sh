@@ -224,7 +224,14 @@ leave_run_cgroup() {
   done
 }
 own_run_cgroup
-trap 'leave_run_cgroup; rm -rf "$W"' EXIT
+# A side lane still running when the runner ends early (killed, or an error)
+# is stopped first: its suite's timeout passes the TERM on to the suite.
+side_stop() {
+  [ -n "$SIDE_PID" ] && kill -0 "$SIDE_PID" 2>/dev/null || return 0
+  pkill -TERM -P "$SIDE_PID" 2>/dev/null
+  wait "$SIDE_PID" 2>/dev/null
+}
+trap 'side_stop; leave_run_cgroup; rm -rf "$W"' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ROOT
