@@ -79,6 +79,11 @@ void fb_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * start (`serve --log-format json` makes every line on stderr JSON). */
 void fb_warn_sink(void (*sink)(const char *msg, size_t len));
 
+/* The wall-clock time as RFC 3339 in UTC with milliseconds
+ * ("2026-12-04T19:08:56.526Z"): the logs' and the record's timestamps.
+ * cap: at least 32. */
+void fb_iso_time(char *buf, size_t cap);
+
 /* I/O that handles EINTR and short transfers. Return 0 / bytes, or -1 with errno. */
 int fb_write_all(int fd, const void *buf, size_t len);
 ssize_t fb_read_full(int fd, void *buf, size_t len); /* until len or EOF */

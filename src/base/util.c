@@ -173,6 +173,16 @@ void fb_warn(const char *fmt, ...)
     fb_write_all(STDERR_FILENO, buf, (size_t)n);
 }
 
+void fb_iso_time(char *buf, size_t cap)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
+}
+
 int fb_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;

@@ -67,16 +67,6 @@ struct fb_audit {
     struct audit_stats st;
 };
 
-static void iso_time(char *buf, size_t cap)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
-}
-
 /* The same event in the flight record (which has its own time): every
  * line but the log's "start" (the record's own start says the mode). */
 static void to_record(struct fb_audit *a, json_t *o)
@@ -100,7 +90,7 @@ static void write_line(struct fb_audit *a, json_t *o)
         return;
     }
     char t[40];
-    iso_time(t, sizeof t);
+    fb_iso_time(t, sizeof t);
     json_t *line = json_object();
     json_object_set_new(line, "time", json_string(t));
     json_object_update(line, o);
@@ -214,7 +204,7 @@ static void limited(struct fb_audit *a, enum kind k, json_t *o, json_t *extra)
     json_decref(o);
     json_decref(extra);
     char now_s[32];
-    iso_time(now_s, sizeof now_s);
+    fb_iso_time(now_s, sizeof now_s);
     if (i >= 0) {
         struct agg *g = &t->aggs[i];
         if (!g->count++)

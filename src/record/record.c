@@ -36,16 +36,6 @@ struct fb_record {
     char sig_msg[512]; /* why a line that should be signed is not */
 };
 
-static void iso_now(char *buf, size_t cap)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(buf, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000L);
-}
-
 static void fail(struct fb_record *r, const char *detail)
 {
     if (r->failed)
@@ -82,7 +72,7 @@ static void put_line(struct fb_record *r, json_t *o, bool sign)
         return;
     }
     char t[40];
-    iso_now(t, sizeof t);
+    fb_iso_time(t, sizeof t);
     json_t *line = json_pack("{s:I, s:s, s:s}", "seq", (json_int_t)(r->seq + 1), "time", t,
                              "prev", r->prev);
     json_object_update(line, o);

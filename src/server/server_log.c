@@ -13,16 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-static void now_iso(char *out, size_t cap)
-{
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t n = strftime(out, cap, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out + n, cap - n, ".%03ldZ", ts.tv_nsec / 1000000);
-}
-
 /* "k=v k2=v2" of the fields, for the text format. */
 static void text_fields(json_t *fields, struct fb_buf *b)
 {
@@ -47,7 +37,7 @@ void srv_log(struct srv *srv, const char *event, const char *session, uid_t uid,
         fields = json_object();
     struct fb_buf b = {0};
     char t[48];
-    now_iso(t, sizeof t);
+    fb_iso_time(t, sizeof t);
     if (srv->log_json) {
         json_t *o = json_object();
         json_object_set_new(o, "time", json_string(t));
