@@ -12,7 +12,7 @@
 FUZZ_CC    ?= clang
 FUZZ_FLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=undefined
-FUZZ_SRC   := $(filter-out src/main.c,$(SRC)) build/profiles.c
+FUZZ_SRC   := $(filter-out src/main.c,$(SRC)) build/profiles.c build/version.c
 FUZZ_TIME  ?= 600
 
 build/fuzz-profile: tests/fuzz/profile_fuzz.c tests/fuzz/bpf_run.h $(FUZZ_SRC) $(wildcard src/*/*.h)
