@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 /* A directory for the socket: under XDG_RUNTIME_DIR when it is ours, else
@@ -194,20 +195,27 @@ void mcp_backend_stop(struct mcp *m)
         m->c.fd = -1;
     }
     if (m->child > 0) {
+        /* Woken by the child's exit (its pidfd), not by a clock. */
+        int pfd = (int)syscall(SYS_pidfd_open, m->child, 0);
         kill(m->child, SIGTERM);
         int64_t deadline = mcp_now_ms() + 20000;
         for (;;) {
             pid_t r = waitpid(m->child, NULL, WNOHANG);
             if (r == m->child || (r < 0 && errno != EINTR))
                 break;
-            if (mcp_now_ms() > deadline) {
+            int64_t left = deadline - mcp_now_ms();
+            if (left <= 0) {
                 kill(m->child, SIGKILL);
                 while (waitpid(m->child, NULL, 0) < 0 && errno == EINTR)
                     ;
                 break;
             }
-            poll(NULL, 0, 5);
+            struct pollfd pf = {pfd, POLLIN, 0};
+            if (pfd < 0 || poll(&pf, 1, (int)left) < 0)
+                poll(NULL, 0, 5); /* no pidfd (or EINTR): look again shortly */
         }
+        if (pfd >= 0)
+            close(pfd);
         m->child = 0;
     }
     if (m->logfd >= 0) {

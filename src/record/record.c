@@ -144,7 +144,7 @@ struct fb_record *record_open(const char *path, const char *key_path, struct fb_
         if (!k)
             goto fail;
         int rc = rc_public_hex(k, r->pub);
-        rc_free(k); /* read again when the first signature is due */
+        rc_free(k); /* read again for each signature (record_crypto.c) */
         if (rc < 0) {
             fb_errf(err, FB_EXIT_SETUP, "%s: no public key can be derived from it", what);
             goto fail;
