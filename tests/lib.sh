@@ -156,7 +156,9 @@ leftovers() {
     kill -0 "$pid" 2>/dev/null || cg="$cg $d"
   done
   [ -n "$cg" ] && LEFT="$LEFT cgroup left:$cg"
-  if [ "$(wc -l < /proc/self/mountinfo)" != "$FB_MOUNTS0" ]; then LEFT="$LEFT mount count changed"; fi
+  local m
+  m=$(new_mounts)
+  [ -n "$m" ] && LEFT="$LEFT mount left: $m"
   [ -z "$LEFT" ]
 }
 
@@ -165,7 +167,17 @@ leftovers() {
 no_leftovers() {
   if wait_for 5 leftovers; then ok "$1"; else fail "$1" "$LEFT"; fi
 }
-FB_MOUNTS0=$(wc -l < /proc/self/mountinfo)
+# Mounts are told apart by their id (mountinfo's first field): a leftover is
+# one that appeared since the file began and is still there. One that went is
+# not counted: in a mount namespace copied from the host's (the runner's asan
+# lane), a mount on a directory another process removes goes with it.
+mount_ids() { awk '{print $1}' /proc/self/mountinfo | sort; }
+new_mounts() {
+  mount_ids | comm -13 <(printf '%s\n' "$FB_MOUNTS0") - | while read -r id; do
+    awk -v id="$id" '$1 == id { print $5; exit }' /proc/self/mountinfo
+  done | tr '\n' ' '
+}
+FB_MOUNTS0=$(mount_ids)
 FB_CGROUPS0=$(own_fluebox_cgroups | tr '\n' ' ')
 
 as_root() { [ "$FB_AS" = root ]; }

@@ -26,8 +26,9 @@
 #   FB_NO_ASAN=1 skips the sanitizer passes; VERBOSE=1 prints every result;
 #   CI=true turns missing-tool skips into failures; FB_SUITE_TIMEOUT=SECONDS
 #   replaces every suite's timeout (make check-kernels); FB_SERIAL=1 runs the
-#   side lane (the guest-kernel suites, tests/suites/vm-*, which otherwise
-#   run in the background beside the rest) in line.
+#   lanes (the guest-kernel suites, tests/suites/vm-*, and the ASan/UBSan
+#   passes of the integration files, which otherwise run in the background
+#   beside the rest) in line.
 # Usage: tests/run.sh [--suites FILE...]   (--suites: only these programs, run
 #   as suites with FB set — what the self-test uses)
 set -u
@@ -108,35 +109,51 @@ run_suite() {
   account "$label" "$out" "$err" ${r% *} ${r#* }
 }
 
-# The side lane: suites that share nothing with the others (a guest kernel
-# of their own: tests/suites/vm-*) run one after another in the background
-# while the rest run, and are accounted at the end, in order. FB_SERIAL=1
-# runs everything in line.
-SIDE=(); SIDE_PID=""
-side_suite() { # LABEL TIMEOUT CMD... (queued; started by side_start)
+# Lanes: suites that run in the background beside the main line, one after
+# another within their lane, and are accounted at the end, lane by lane.
+#   side  the guest-kernel suites (tests/suites/vm-*): a kernel of their own,
+#         they share nothing with the rest;
+#   asan  the integration files under the ASan/UBSan build (root, then the
+#         unprivileged user). Each runs in a mount namespace of its own
+#         (private propagation) and the lane in cgroups of its own
+#         (fbrun-PID-asan, beside the run's), so the main line's checks for
+#         leftover mounts and cgroups never count this lane's, nor its the
+#         main line's. Processes are told apart by binary (fluebox-asan).
+# FB_SERIAL=1 runs everything in line.
+LANES=(side asan); declare -A LANE_PID=()
+Q_side=(); Q_asan=()
+lane_suite() { # LANE LABEL TIMEOUT CMD... (queued; started by lane_start)
+  local -n q=Q_$1
   NSUITE=$((NSUITE + 1))
-  SIDE+=("$NSUITE" "$1" "$2" "$(printf '%q ' "${@:3}")")
+  q+=("$NSUITE" "$2" "$3" "$(printf '%q ' "${@:4}")")
 }
-side_start() {
-  [ ${#SIDE[@]} -gt 0 ] || return 0
+side_suite() { lane_suite side "$@"; }
+lane_start() { # LANE
+  local -n q=Q_$1
+  [ ${#q[@]} -gt 0 ] || return 0
   (
     local i
-    for ((i = 0; i < ${#SIDE[@]}; i += 4)); do
-      local n=${SIDE[i]}
-      eval "suite_exec '$W/$n.out' '$W/$n.err' '${SIDE[i+2]}' ${SIDE[i+3]}" > "$W/$n.rc"
+    [ "$1" = asan ] && enter_lane_cgroup asan
+    for ((i = 0; i < ${#q[@]}; i += 4)); do
+      local n=${q[i]}
+      eval "suite_exec '$W/$n.out' '$W/$n.err' '${q[i+2]}' ${q[i+3]}" > "$W/$n.rc"
     done
   ) &
-  SIDE_PID=$!
+  LANE_PID[$1]=$!
 }
-side_collect() {
-  [ -n "$SIDE_PID" ] || return 0
-  echo "-- the side lane (run beside the others)"
-  wait "$SIDE_PID"
-  local i
-  for ((i = 0; i < ${#SIDE[@]}; i += 4)); do
-    local n=${SIDE[i]} r
-    r=$(cat "$W/$n.rc" 2>/dev/null); [ -n "$r" ] || r="125 0"
-    account "${SIDE[i+1]}" "$W/$n.out" "$W/$n.err" ${r% *} ${r#* }
+lanes_collect() {
+  local lane i n r
+  for lane in "${LANES[@]}"; do
+    [ -n "${LANE_PID[$lane]:-}" ] || continue
+    local -n q=Q_$lane
+    echo "-- the $lane lane (run beside the others)"
+    wait "${LANE_PID[$lane]}"
+    for ((i = 0; i < ${#q[@]}; i += 4)); do
+      n=${q[i]}
+      r=$(cat "$W/$n.rc" 2>/dev/null); [ -n "$r" ] || r="125 0"
+      account "${q[i+1]}" "$W/$n.out" "$W/$n.err" ${r% *} ${r#* }
+    done
+    unset -n q
   done
 }
 is_side() { [ -z "${FB_SERIAL:-}" ] && case "$1" in vm-*) return 0 ;; esac; return 1; }
@@ -211,27 +228,42 @@ own_run_cgroup() {
     fi
   done <<< "$cgs"
 }
+# enter_lane_cgroup NAME — this (sub)shell moves to fbrun-PID-NAME beside the
+# run's cgroup on every hierarchy the run has one on.
+enter_lane_cgroup() {
+  local parent dir
+  for parent in "${RUN_CGROUPS[@]+"${RUN_CGROUPS[@]}"}"; do
+    dir="$parent/fbrun-$$-$1"
+    mkdir -p "$dir" 2>/dev/null && echo "$BASHPID" > "$dir/cgroup.procs" 2>/dev/null
+  done
+}
 leave_run_cgroup() {
-  local parent pid
+  local parent pid dir
   for parent in "${RUN_CGROUPS[@]+"${RUN_CGROUPS[@]}"}"; do
     # This shell and whatever of the run is still ending (a pipe's other
-    # side, a child on its way out) go back, so the directory can go.
+    # side, a child on its way out) go back, so the directories can go.
     echo $$ > "$parent/cgroup.procs" 2>/dev/null
-    while read -r pid; do
-      echo "$pid" > "$parent/cgroup.procs" 2>/dev/null
-    done < <(cat "$parent/fbrun-$$/cgroup.procs" 2>/dev/null)
-    find "$parent/fbrun-$$" -depth -type d -exec rmdir {} + 2>/dev/null
+    for dir in "$parent/fbrun-$$" "$parent/fbrun-$$"-*; do
+      [ -d "$dir" ] || continue
+      while read -r pid; do
+        echo "$pid" > "$parent/cgroup.procs" 2>/dev/null
+      done < <(cat "$dir/cgroup.procs" 2>/dev/null)
+      find "$dir" -depth -type d -exec rmdir {} + 2>/dev/null
+    done
   done
 }
 own_run_cgroup
-# A side lane still running when the runner ends early (killed, or an error)
-# is stopped first: its suite's timeout passes the TERM on to the suite.
-side_stop() {
-  [ -n "$SIDE_PID" ] && kill -0 "$SIDE_PID" 2>/dev/null || return 0
-  pkill -TERM -P "$SIDE_PID" 2>/dev/null
-  wait "$SIDE_PID" 2>/dev/null
+# Lanes still running when the runner ends early (killed, or an error) are
+# stopped first: their suite's timeout passes the TERM on to the suite.
+lanes_stop() {
+  local pid
+  for pid in "${LANE_PID[@]}"; do
+    kill -0 "$pid" 2>/dev/null || continue
+    pkill -TERM -P "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
 }
-trap 'side_stop; leave_run_cgroup; rm -rf "$W"' EXIT
+trap 'lanes_stop; leave_run_cgroup; rm -rf "$W"' EXIT
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export ROOT
@@ -261,7 +293,29 @@ for extra in tests/suites/vm-*.sh; do
   side_suite "$name" "$(suite_timeout "$extra" 900)" \
     env FB="$BIN/fluebox" ${ASAN:+FB_ASAN="$ASAN"} FB_AS=root T="$(scratch root)" "$extra"
 done
-side_start
+lane_start side
+# The sanitizer passes of the integration files, in their lane (or in line).
+asan_integration() { # user label
+  local f
+  for f in tests/integration/*.sh; do
+    [ -e "$f" ] || continue
+    selected "$(basename "$f")" || continue
+    if [ -n "${FB_SERIAL:-}" ]; then
+      run_suite "$2 $(basename "$f" .sh)" "$(suite_timeout "$f" 600)" \
+        env FB="$ASAN" FB_AS="$1" T="$(scratch "$1")" bash "$f"
+    else
+      lane_suite asan "$2 $(basename "$f" .sh)" "$(suite_timeout "$f" 600)" \
+        unshare --mount --propagation private \
+        env FB="$ASAN" FB_AS="$1" T="$(scratch "$1")" bash "$f"
+    fi
+  done
+}
+if [ -n "$ASAN" ]; then
+  [ -n "${FB_SERIAL:-}" ] || echo "-- integration (ASan/UBSan, root and $TUSER): in the asan lane"
+  asan_integration root asan
+  if [ "$(id -u)" = 0 ] && id "$TUSER" >/dev/null 2>&1; then asan_integration "$TUSER" asan-user; fi
+  [ -n "${FB_SERIAL:-}" ] || lane_start asan
+fi
 if selected selftest; then
   echo "-- the runner's self-test"
   run_suite selftest 300 env FB="$BIN/fluebox" T="$(scratch root)" bash tests/selftest/run.sh
@@ -283,14 +337,6 @@ if [ "$(id -u)" = 0 ] && id "$TUSER" >/dev/null 2>&1; then
   echo "-- integration ($TUSER)"
   run_integration "$BIN/fluebox" "$TUSER" user
 fi
-if [ -n "$ASAN" ]; then
-  echo "-- integration (ASan/UBSan, root)"
-  run_integration "$ASAN" root asan
-  if [ "$(id -u)" = 0 ] && id "$TUSER" >/dev/null 2>&1; then
-    echo "-- integration (ASan/UBSan, $TUSER)"
-    run_integration "$ASAN" "$TUSER" asan-user
-  fi
-fi
 for extra in tests/probes/run.sh tests/suites/*.sh; do
   [ -e "$extra" ] || continue
   name=$(basename "$extra" .sh); [ "$name" = run ] && name=probes
@@ -305,7 +351,7 @@ for extra in tests/probes/run.sh tests/suites/*.sh; do
     env FB="$BIN/fluebox" ${ASAN:+FB_ASAN="$ASAN"} FB_AS=root T="$(scratch root)" "$extra"
 done
 
-side_collect
+lanes_collect
 echo
 [ ${#TIMES[@]} -gt 0 ] && echo "the slowest suites (s):"
 printf '%s\n' "${TIMES[@]+"${TIMES[@]}"}" | sort -rn | head -n 12 | awk '{ ms = $1; $1 = ""; printf "  %7.1f %s\n", ms / 1000, $0 }'
