@@ -12,7 +12,13 @@
 #                   containerd, runc and golang-go (fluebox oci's suites),
 #                   python3-virtualenv, python3-pytest and python3-pip (the venv
 #                   and TLS trust tests, 60-toolchains and 61-trust), unzip
-#                   (a wheel installed without pip, tests/suites/dist.sh)
+#                   (a wheel installed without pip, tests/suites/dist.sh),
+#                   podman and docker.io (the engines suites, tests/suites/
+#                   engine-*: Podman's and Docker's own paths against fluebox;
+#                   neither daemon is started here); and from npm, into
+#                   the tests' cache, @grpc/grpc-js and @grpc/proto-loader
+#                   (tests/cri/cri.mjs: containerd's CRI plugin driven as the
+#                   kubelet drives it)
 #   deps.sh dist    + what `make dist` uses: go-md2man (the man pages),
 #                   lintian (checks the Debian package), dpkg-dev, git (the
 #                   source tarball), node and npm (npm pack), python3
@@ -26,7 +32,7 @@ set -e
 build="gcc make pkg-config libseccomp-dev libjansson-dev libssl-dev"
 test="curl openssl iproute2 python3 python3-venv git procps util-linux strace
   clang libclang-rt-dev user-mode-linux busybox-static e2fsprogs containerd runc golang-go
-  python3-virtualenv python3-pytest python3-pip unzip"
+  python3-virtualenv python3-pytest python3-pip unzip podman docker.io"
 dist="go-md2man lintian dpkg-dev git python3 python3-venv"
 want=$build; node=""
 case "${1:-build}" in
@@ -47,7 +53,19 @@ if [ -n "$node" ]; then
   [ "$major" -ge 18 ] 2>/dev/null || missing="$missing nodejs"
   command -v npm >/dev/null 2>&1 || missing="$missing npm"
 fi
-[ -z "$missing" ] && exit 0
+# The npm modules of the test set, pinned, into the tests' cache (what
+# tests/suites/engine-cri.sh reads; FB_GRPC_DIR overrides it).
+npm_modules() {
+  [ "${1:-build}" = test ] || [ "${1:-build}" = all ] || return 0
+  dir=${FB_GRPC_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/fluebox-tests/grpc-1.14.7}
+  [ -f "$dir/node_modules/@grpc/proto-loader/package.json" ] &&
+    [ -f "$dir/node_modules/@grpc/grpc-js/package.json" ] && return 0
+  mkdir -p "$dir"
+  echo "fluebox: installing @grpc/grpc-js@1.14.7 @grpc/proto-loader@0.8.1 into $dir" >&2
+  npm install --prefix "$dir" --no-audit --no-fund --no-save --no-update-notifier \
+    @grpc/grpc-js@1.14.7 @grpc/proto-loader@0.8.1 >/dev/null
+}
+if [ -z "$missing" ]; then npm_modules "${1:-build}"; exit 0; fi
 if [ "$(id -u)" != 0 ]; then
   echo "fluebox: missing packages:$missing — run: sudo apt-get install -y$missing" >&2
   exit 1
@@ -58,3 +76,4 @@ apt-get install -y --no-install-recommends $missing >/dev/null 2>&1 || {
   apt-get update >/dev/null 2>&1
   apt-get install -y --no-install-recommends $missing >/dev/null
 }
+npm_modules "${1:-build}"

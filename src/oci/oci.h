@@ -196,6 +196,17 @@ extern const char *oci_default_profile;
  * asking for another is an error naming it. */
 int oci_caps_check(const struct oci_process *pr, struct fb_err *err);
 
+/* oci_podnet.c: a spec that joins a network namespace by path (a pod's) and
+ * asks for the allowlist: OWNER, the pod's sandbox container, whose
+ * supervisor takes that namespace and serves the relay for the pod; MEMBER,
+ * another container of the pod, which may join only a namespace its
+ * sandbox container (a fluebox container of the same root, running) owns
+ * with the same allowlist (checked by oci_podnet_member_check, -1 with err
+ * otherwise). */
+enum oci_podnet { OCI_PODNET_NONE, OCI_PODNET_OWNER, OCI_PODNET_MEMBER };
+enum oci_podnet oci_podnet_role(const struct oci_spec *s);
+int oci_podnet_member_check(const char *root, const struct oci_spec *s, struct fb_err *err);
+
 /* ---- state (oci_state.c) ---- */
 
 enum oci_status { OCI_CREATING, OCI_CREATED, OCI_RUNNING, OCI_PAUSED, OCI_STOPPED };

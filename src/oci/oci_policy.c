@@ -252,6 +252,20 @@ static int namespaces(const struct oci_spec *s, struct fb_policy *p, struct fb_e
                            p->profile_name);
         p->net = FB_NET_HOST;
         p->net_explicit = true;
+    } else if (n->path && oci_podnet_role(s) != OCI_PODNET_NONE) {
+        /* A pod's namespace with the allowlist (oci_podnet.c): the pod's
+         * sandbox container takes it and serves the relay; the others
+         * only join it. */
+        if (p->net_explicit && p->net != FB_NET_ALLOW)
+            return fb_errf(err, FB_EXIT_SETUP, "run.fluebox.net=%s with a network namespace "
+                           "joined by path (%s)", p->net == FB_NET_HOST ? "host" : "none",
+                           n->path);
+        p->net = FB_NET_ALLOW;
+        p->net_explicit = true;
+        if (oci_podnet_role(s) == OCI_PODNET_MEMBER) {
+            free(p->net_log); /* the sandbox container's relay logs for the pod */
+            p->net_log = NULL;
+        }
     } else if (n->path) {
         if (p->nallow || p->net == FB_NET_ALLOW)
             return fb_errf(err, FB_EXIT_SETUP, "run.fluebox.allow-net needs the container's own "
@@ -310,10 +324,9 @@ int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err
         goto out;
     free(p->exec_path);
     p->exec_path = NULL;
-    if (p->namespaces & FB_NS_NET)
-        ; /* own network namespace: none or allow, as the policy says */
-    else if (oci_spec_ns(s, CLONE_NEWNET))
-        p->namespaces &= ~(unsigned)FB_NS_NET; /* joined */
+    const struct oci_ns *nn = oci_spec_ns(s, CLONE_NEWNET);
+    if (nn && nn->path)
+        p->namespaces &= ~(unsigned)FB_NS_NET; /* joined (a pod's: oci_podnet.c) */
     rc = 0;
 out:
     for (size_t i = 0; i < argc; i++)

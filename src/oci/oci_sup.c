@@ -23,6 +23,7 @@
 #include "cgroup.h"
 #include "ctl.h"
 #include "egress.h"
+#include "netns.h"
 #include "report.h"
 #include "seccomp.h"
 #include "spawn.h"
@@ -491,13 +492,31 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
         .on_msg = on_child_msg,
     };
     struct ns_join nj;
+    int netfds[FB_CTL_MAX_FDS];
+    size_t nnet = 0;
+    bool owner = oci_podnet_role(s) == OCI_PODNET_OWNER;
     int rc = ns_enter(s, &cr->p, &nj, err);
+    /* The pod's sandbox container takes the pod's network namespace
+     * (oci_podnet.c): in it, as host root, before the clone. */
+    if (rc == 0 && owner)
+        rc = net_setup_pod(&cr->p, netfds, &nnet, err);
     if (rc == 0)
         rc = sandbox_spawn_ext(&cr->p, &x, &u->sb, err);
     else
         cgroup_destroy(cg);
     ns_leave(&nj);
     oci_mount_release(s, child);
+    if (rc == 0 && owner) {
+        /* Served from the host's namespace (the supervisor's again). */
+        egress_free(fb_steal_ptr(u->sb.egress));
+        rc = egress_start(&cr->p, netfds, nnet, &u->sb.egress, err);
+        nnet = 0;
+        if (rc < 0)
+            sandbox_kill(&u->sb);
+        json_object_set_new(cr->st.json, "pod_network", json_true());
+    }
+    for (size_t i = 0; i < nnet; i++)
+        close(netfds[i]);
     if (rc < 0) {
         free(cr->st.cgroup);
         cr->st.cgroup = NULL;
@@ -731,6 +750,8 @@ int oci_create(const struct oci_create_args *a)
     if (oci_id_check(a->id, &err) < 0 ||
         oci_spec_load(a->bundle ? a->bundle : ".", NULL, &cr.s, &err) < 0 ||
         oci_policy(&cr.s, &cr.p, &err) < 0 || oci_caps_check(&cr.s.proc, &err) < 0 ||
+        (oci_podnet_role(&cr.s) == OCI_PODNET_MEMBER &&
+         oci_podnet_member_check(a->root, &cr.s, &err) < 0) ||
         host_ids(&cr, &err) < 0 ||
         oci_id_maps(&cr.s, cr.ids.range_uid, &cr.uid_map, &cr.gid_map, &err) < 0)
         goto out;

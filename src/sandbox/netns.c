@@ -26,6 +26,7 @@
 #include "netns.h"
 
 #include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -222,4 +223,68 @@ fail:
         close(fds[i]);
     *nfds = 0;
     return -1;
+}
+
+/* Every interface but loopback down: the kernel drops the routes through
+ * them (both families, every table), and nothing inside can bring them up
+ * again (that needs CAP_NET_ADMIN in the namespace's owner, the host's
+ * user namespace). */
+static int links_down(struct fb_err *err)
+{
+    struct if_nameindex *ifs = if_nameindex();
+    if (!ifs)
+        return fb_errno(err, FB_EXIT_SETUP, "listing the pod's network interfaces");
+    int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int rc = s < 0 ? fb_errno(err, FB_EXIT_SETUP, "socket") : 0;
+    for (struct if_nameindex *i = ifs; rc == 0 && i->if_index; i++) {
+        if (!strcmp(i->if_name, "lo"))
+            continue;
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof ifr);
+        snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", i->if_name);
+        if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0) {
+            if (errno == ENODEV)
+                continue;
+            rc = fb_errno(err, FB_EXIT_SETUP, "reading the flags of %s", i->if_name);
+            break;
+        }
+        if (!(ifr.ifr_flags & IFF_UP))
+            continue;
+        ifr.ifr_flags &= ~IFF_UP;
+        if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0 && errno != ENODEV)
+            rc = fb_errno(err, FB_EXIT_SETUP, "taking %s down", i->if_name);
+    }
+    if (s >= 0)
+        close(s);
+    if_freenameindex(ifs);
+    return rc;
+}
+
+/* Does this namespace have fluebox's address on lo already (a pod another
+ * sandbox container took)? */
+static bool has_synthetic_range(void)
+{
+    struct ifaddrs *all;
+    if (getifaddrs(&all) < 0)
+        return false;
+    bool found = false;
+    for (struct ifaddrs *a = all; a && !found; a = a->ifa_next)
+        found = a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+                ((struct sockaddr_in *)a->ifa_addr)->sin_addr.s_addr ==
+                    htonl(FB_NET_SYNTH_BASE | 1);
+    freeifaddrs(all);
+    return found;
+}
+
+int net_setup_pod(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err)
+{
+    *nfds = 0;
+    if (p->net != FB_NET_ALLOW)
+        return fb_errf(err, FB_EXIT_SETUP, "a pod's network namespace is taken for an allowlist only");
+    if (has_synthetic_range())
+        return fb_errf(err, FB_EXIT_SETUP, "the pod's network namespace already has fluebox's "
+                       "relay: another sandbox container owns it");
+    if (links_down(err) < 0)
+        return -1;
+    return net_setup_child(p, fds, nfds, err);
 }

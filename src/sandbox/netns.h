@@ -24,4 +24,11 @@
  * In none mode they are the resolver's two; with --net host none. */
 int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err);
 
+/* A pod's network namespace that someone else made (a CNI plugin), entered
+ * by the runtime as host root: every interface but loopback goes down (no
+ * route out of the pod is left) and then as net_setup_child() in allow mode.
+ * Fails when the namespace has fluebox's synthetic range already (another
+ * container took it). The sockets serve every container that joins it. */
+int net_setup_pod(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err);
+
 #endif

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""mkimage.py OUT.tar NAME — an OCI image (image-layout tar, for `ctr images
+"""mkimage.py OUT.tar NAME [CMD-JSON] — an OCI image (image-layout tar, for `ctr images
 import`) of one layer: busybox-static at /bin/busybox with its applets as
 symlinks, /etc/passwd and /etc/group, and /tmp. Built from the host's
-Debian busybox-static package, offline."""
+Debian busybox-static package, offline. CMD-JSON: the image's command (a
+JSON list; default ["/bin/sh"]), e.g. a pod's pause image."""
 import hashlib, io, json, os, shutil, subprocess, sys, tarfile, time
 
 out, name = sys.argv[1], sys.argv[2]
+cmd = json.loads(sys.argv[3]) if len(sys.argv) > 3 else ["/bin/sh"]
 busybox = shutil.which("busybox") or "/bin/busybox"
 applets = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True).stdout.split()
 
@@ -38,7 +40,7 @@ layer_d, _ = blob(layer)
 config = json.dumps({
     "architecture": "amd64", "os": "linux",
     "config": {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"],
-               "Cmd": ["/bin/sh"], "WorkingDir": "/"},
+               "Cmd": cmd, "WorkingDir": "/"},
     "rootfs": {"type": "layers", "diff_ids": [layer_d]},
 }, sort_keys=True).encode()
 config_d, _ = blob(config)
