@@ -15,6 +15,9 @@
 #                           socket under DIR (CRI off); waits for the socket.
 #                           Sets CTD=(ctr -a SOCKET) and CTD_PID; returns 1
 #                           with CTD_WHY (the log's tail) when it did not come up.
+#                           With CTD_CRI set (TOML: the CRI plugin's
+#                           settings), the CRI plugin is on and CTD_CRI is
+#                           added to the config.
 #   ctd_stop                stops that containerd (by pid) and waits for it.
 
 ctd_missing() {
@@ -37,11 +40,14 @@ ctd_start() {
 version = 2
 root = "$dir/root"
 state = "$dir/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
+$([ -n "${CTD_CRI:-}" ] || echo 'disabled_plugins = ["io.containerd.grpc.v1.cri"]')
 [grpc]
   address = "$dir/c.sock"
 [ttrpc]
   address = "$dir/c.sock.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$dir/opt"
+${CTD_CRI:-}
 EOF
     containerd --config "$dir/config.toml" >"$dir/log" 2>&1 &
     CTD_PID=$!
