@@ -26,7 +26,8 @@
 #   FB_NO_ASAN=1 skips the sanitizer passes; VERBOSE=1 prints every result;
 #   CI=true turns missing-tool skips into failures; FB_SUITE_TIMEOUT=SECONDS
 #   replaces every suite's timeout (make check-kernels); FB_SERIAL=1 runs the
-#   lanes (the guest-kernel suites, tests/suites/vm-*, and the ASan/UBSan
+#   lanes (the guest-kernel and engine suites, tests/suites/vm-* and
+#   engine-*, and the ASan/UBSan
 #   passes of the integration files, which otherwise run in the background
 #   beside the rest) in line.
 # Usage: tests/run.sh [--suites FILE...]   (--suites: only these programs, run
@@ -112,6 +113,8 @@ run_suite() {
 # Lanes: suites that run in the background beside the main line, one after
 # another within their lane, and are accounted at the end, lane by lane.
 #   side  the guest-kernel suites (tests/suites/vm-*): a kernel of their own,
+#         and the engine suites (tests/suites/engine-*): container engines
+#         with their own daemons, state and namespaces;
 #         they share nothing with the rest;
 #   asan  the integration files under the ASan/UBSan build (root, then the
 #         unprivileged user). Each runs in a mount namespace of its own
@@ -156,7 +159,7 @@ lanes_collect() {
     unset -n q
   done
 }
-is_side() { [ -z "${FB_SERIAL:-}" ] && case "$1" in vm-*) return 0 ;; esac; return 1; }
+is_side() { [ -z "${FB_SERIAL:-}" ] && case "$1" in vm-* | engine-*) return 0 ;; esac; return 1; }
 
 finish() {
   echo
@@ -286,7 +289,7 @@ run_integration() { # binary user label
 }
 
 echo "fluebox tests: $(./fluebox --version) on $(uname -sr)${CI_STRICT:+ (CI: missing tools fail)}"
-for extra in tests/suites/vm-*.sh; do
+for extra in tests/suites/engine-*.sh tests/suites/vm-*.sh; do
   [ -x "$extra" ] || continue
   name=$(basename "$extra" .sh)
   selected "$name" && is_side "$name" || continue
