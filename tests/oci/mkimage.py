@@ -3,11 +3,17 @@
 import`) of one layer: busybox-static at /bin/busybox with its applets as
 symlinks, /etc/passwd and /etc/group, and /tmp. Built from the host's
 Debian busybox-static package, offline. CMD-JSON: the image's command (a
-JSON list; default ["/bin/sh"]), e.g. a pod's pause image."""
+JSON list; default ["/bin/sh"]), e.g. a pod's pause image.
+mkimage.py --rootfs OUT.tar — the layer alone, a plain root file system tar
+(for `docker import`)."""
 import hashlib, io, json, os, shutil, subprocess, sys, tarfile, time
 
-out, name = sys.argv[1], sys.argv[2]
-cmd = json.loads(sys.argv[3]) if len(sys.argv) > 3 else ["/bin/sh"]
+rootfs_only = sys.argv[1] == "--rootfs"
+if rootfs_only:
+    out, name, cmd = sys.argv[2], "", []
+else:
+    out, name = sys.argv[1], sys.argv[2]
+    cmd = json.loads(sys.argv[3]) if len(sys.argv) > 3 else ["/bin/sh"]
 busybox = shutil.which("busybox") or "/bin/busybox"
 applets = subprocess.run([busybox, "--list"], capture_output=True, text=True, check=True).stdout.split()
 
@@ -32,6 +38,10 @@ with tarfile.open(fileobj=layer, mode="w", format=tarfile.GNU_FORMAT) as tf:
     add(tf, "etc/passwd", b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n")
     add(tf, "etc/group", b"root:x:0:\nnogroup:x:65534:\n")
 layer = layer.getvalue()
+if rootfs_only:
+    with open(out, "wb") as f:
+        f.write(layer)
+    sys.exit(0)
 
 def blob(data):
     return "sha256:" + hashlib.sha256(data).hexdigest(), data
