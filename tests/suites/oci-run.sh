@@ -36,6 +36,7 @@ T=$(mktemp -d /tmp/fbocirun.XXXXXX)
 HTTP_PID=""
 cleanup() {
     [ -n "$HTTP_PID" ] && kill "$HTTP_PID" 2>/dev/null && wait "$HTTP_PID" 2>/dev/null
+    mountpoint -q "$T/podns" 2>/dev/null && umount "$T/podns"
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -527,6 +528,75 @@ else
     fail "the report's CPU times" "$(cat "$T/cpu.json" 2>&1 | head -c 400)"
 fi
 nothing_left "the allowlist run"
+
+# ---- the allowlist in a pod whose network namespace a CNI plugin made ----
+# The "CNI" namespace: an interface up with an address and a default route.
+touch "$T/podns"
+unshare --net="$T/podns" sh -c 'ip link add eth0 type veth peer name eth0p && ip addr add 10.254.0.2/24 dev eth0 &&
+    ip link set eth0 up && ip link set eth0p up && ip route add default via 10.254.0.1' 2>"$T/podns.err"
+podspec() { # DIR ROLE [SANDBOX-ID] [ALLOW]: a container joining the pod's namespace
+    edit "$1" "c['linux']['namespaces']=[n for n in c['linux']['namespaces'] if n['type']!='network']+[{'type':'network','path':'$T/podns'}]
+c['annotations'].update({'run.fluebox.allow-net':'${4:-api.test:$PORT}','run.fluebox.egress-resolve':'api.test:$PORT=127.0.0.1:$PORT','io.kubernetes.cri.container-type':'$2'})
+if '${3:-}': c['annotations']['io.kubernetes.cri.sandbox-id']='${3:-}'"
+}
+bundle "$T/pause" sleep 1000
+podspec "$T/pause" sandbox
+: >"$T/log.json"
+"${O[@]}" create --bundle "$T/pause" pause >/dev/null 2>&1
+pc=$?
+links=$(nsenter --net="$T/podns" ip -o link show up 2>&1 | awk -F': ' '{print $2}' | tr '\n' ' ')
+routes=$(nsenter --net="$T/podns" ip route 2>&1)
+if [ "$pc" = 0 ] && [ "$links" = "lo " ] && [ -z "$routes" ]; then
+    ok "a pod's sandbox container with the allowlist takes the CNI-made namespace: only lo up, no route"
+else
+    fail "the pod's sandbox container" "create $pc ($(lasterr)); up: $links; routes: $routes; $(cat "$T/podns.err")"
+fi
+bundle "$T/pause2" sleep 1000
+podspec "$T/pause2" sandbox
+: >"$T/log.json"
+"${O[@]}" create --bundle "$T/pause2" pause2 >/dev/null 2>&1
+if [ $? = 1 ] && [[ $(lasterr) == *"already has fluebox's relay"* ]]; then
+    ok "a second sandbox container on the same namespace is refused: $(lasterr)"
+else
+    fail "a second owner" "$(lasterr)"
+    "${O[@]}" delete --force pause2 2>/dev/null
+fi
+bundle "$T/member" python3 -c "
+import urllib.request
+print(urllib.request.urlopen('http://api.test:$PORT/').read().decode().strip())
+for u in ('http://other.test:$PORT/', 'http://10.254.0.1:$PORT/', 'http://127.0.0.1:$PORT/'):
+    try:
+        urllib.request.urlopen(u, timeout=3); print('reached', u)
+    except Exception as e:
+        print('refused')"
+podspec "$T/member" container pause
+: >"$T/log.json"
+"${O[@]}" run --bundle "$T/member" member >"$T/member.out" 2>&1
+if grep -q hello-from-the-host "$T/member.out" && [ "$(grep -c refused "$T/member.out")" = 3 ]; then
+    ok "a container of the pod reaches the allowed name through the sandbox container's relay, nothing else"
+else
+    fail "a pod member" "$(cat "$T/member.out") $(lasterr)"
+fi
+for c in "nothing|container|the allowlist in a pod needs its sandbox container|only in a pod" \
+    "nosuch|container nosuch|no fluebox sandbox container|is not a fluebox container here" \
+    "differs|container pause other.test:$PORT|another allowlist than the sandbox container's|differs from the pod's sandbox"; do
+    IFS='|' read -r name args what want <<<"$c"
+    bundle "$T/m-$name" true
+    # shellcheck disable=SC2086
+    podspec "$T/m-$name" $args
+    : >"$T/log.json"
+    "${O[@]}" create --bundle "$T/m-$name" "m-$name" >/dev/null 2>&1
+    rc=$?
+    if [ "$rc" = 1 ] && [[ $(lasterr) == *"$want"* ]] && [ ! -e "$FLUEBOX_OCI_ROOT/m-$name" ]; then
+        ok "refused: $what: $(lasterr)"
+    else
+        fail "$what" "exit $rc: $(lasterr)"
+        "${O[@]}" delete --force "m-$name" 2>/dev/null
+    fi
+done
+"${O[@]}" delete --force pause
+umount "$T/podns" && rm -f "$T/podns"
+nothing_left "the pod network"
 
 # ---- the upper layer on disk (what kernels before 6.6 get) ----
 # An ext4 of run.fluebox.disk bytes on a loop device whose backing file in
