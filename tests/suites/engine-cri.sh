@@ -53,7 +53,7 @@ if [ "${1:-}" != --inner ]; then
     mkdir -p "$T/bin" "$T/cni/bin" "$T/cni/conf"
     cp "$FB" "$T/bin/fluebox" && ln -s fluebox "$T/bin/fluebox-oci"
     cp "$ROOT/tests/cri/fbcni" "$T/cni/bin/fbcni" && ln -s fbcni "$T/cni/bin/loopback"
-    T="$T" FB="$T/bin/fluebox" ROOT="$ROOT" PROTO="$PROTO" GRPC="$GRPC" ctd_private "$0" --inner
+    T="$T" ROOT="$ROOT" PROTO="$PROTO" GRPC="$GRPC" ctd_private "$0" --inner
     rc=$?
     left=""
     for d in /sys/fs/cgroup/*/"fbcri-${T##*.}" /sys/fs/cgroup/"fbcri-${T##*.}"; do

@@ -165,7 +165,6 @@ same "logs after stop (no extra line)" logs "ready got-term "
 same "kill of a stopped container" kill
 
 left=$("${P[@]}" ps -aq 2>/dev/null)
-state=$(ls "$T/runroot"/*/ 2>/dev/null | grep -v -e '^$' | head -n 3)
 procs=""
 for p in /proc/[0-9]*; do
     pid=${p#/proc/}
