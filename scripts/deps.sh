@@ -63,7 +63,8 @@ npm_modules() {
   mkdir -p "$dir"
   echo "fluebox: installing @grpc/grpc-js@1.14.7 @grpc/proto-loader@0.8.1 into $dir" >&2
   npm install --prefix "$dir" --no-audit --no-fund --no-save --no-update-notifier \
-    @grpc/grpc-js@1.14.7 @grpc/proto-loader@0.8.1 >/dev/null
+    @grpc/grpc-js@1.14.7 @grpc/proto-loader@0.8.1 >/dev/null ||
+    echo "fluebox: npm install of the gRPC modules failed: engine-cri will say they are missing" >&2
 }
 if [ -z "$missing" ]; then npm_modules "${1:-build}"; exit 0; fi
 if [ "$(id -u)" != 0 ]; then
