@@ -7,7 +7,7 @@
 # bench/results/latest.json (the same numbers, machine-readable), and prints
 # the tables. Never asserts anything: the targets are reported, not enforced.
 #
-# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions fork mcp egress"]
+# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions fork mcp egress engines"]
 #                     [--fluebox PATH] [--out DIR]
 #   --quick   fewer repetitions (a smoke run; numbers are noisier)
 #
@@ -22,7 +22,7 @@ FLUEBOX=${FLUEBOX:-$ROOT/fluebox}
 OUT=$HERE/results
 FBBENCH=$HERE/build/fbbench
 QUICK=0
-BENCH_GROUPS="cold cold_idle python node throughput rss sessions fork mcp egress"
+BENCH_GROUPS="cold cold_idle python node throughput rss sessions fork mcp egress engines"
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -43,9 +43,9 @@ FLUEBOX=$(cd "$(dirname "$FLUEBOX")" && pwd)/$(basename "$FLUEBOX")
 
 # Repetitions: enough for a stable median and a meaningful p99 on a noisy
 # 2-core machine; --quick divides them.
-R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15 R_FORK=20 R_MCP=300
+R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15 R_FORK=20 R_MCP=300 R_ENG=20
 if [ "$QUICK" = 1 ]; then
-    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4 R_FORK=4 R_MCP=40
+    R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4 R_FORK=4 R_MCP=40 R_ENG=5
 fi
 
 # ---- setup ---------------------------------------------------------------
@@ -308,6 +308,23 @@ group_mcp() {
         return
     fi
     "$PYTHON" "$HERE/mcp.py" --fluebox "$FLUEBOX" --reps "$R_MCP" --json "$JSONL" --md "$MD" ||
+        echo "bench: group \"$title\" failed" >&2
+}
+
+# Engines: `docker run --rm` and `podman run --rm` of /bin/true with runc
+# and with fluebox as the runtime, interleaved (bench/engines.sh: private
+# daemons, as the engine test suites run them).
+group_engines() {
+    local title="engines: a container's life (run --rm true) through Docker and Podman"
+    if [ "$(id -u)" != 0 ]; then
+        skip "$title" "needs root (the engines run as root)"
+        return
+    fi
+    if ! command -v dockerd >/dev/null && ! command -v podman >/dev/null; then
+        skip "$title" "neither Docker (docker.io) nor Podman is installed (scripts/deps.sh test)"
+        return
+    fi
+    bash "$HERE/engines.sh" "$FBBENCH" "$FLUEBOX" "$R_ENG" "$JSONL" "$MD" ||
         echo "bench: group \"$title\" failed" >&2
 }
 
