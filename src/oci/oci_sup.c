@@ -500,10 +500,15 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
      * (oci_podnet.c): in it, as host root, before the clone. */
     if (rc == 0 && owner)
         rc = net_setup_pod(&cr->p, netfds, &nnet, err);
+    /* The relay starts below, with the sockets: spawn starts none for the
+     * net log alone meanwhile (its log would open and end once more). */
+    char *net_log = owner ? fb_steal_ptr(cr->p.net_log) : NULL;
     if (rc == 0)
         rc = sandbox_spawn_ext(&cr->p, &x, &u->sb, err);
     else
         cgroup_destroy(cg);
+    if (owner)
+        cr->p.net_log = net_log;
     ns_leave(&nj);
     oci_mount_release(s, child);
     if (rc == 0 && owner) {

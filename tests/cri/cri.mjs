@@ -170,9 +170,12 @@ async function allowNetPod() {
   await new Promise((r) => srv.listen(0, '127.0.0.1', r));
   const port = srv.address().port;
   try {
+    const netlog = path.join(LOGS, 'net.jsonl');
     const pod = await runPod('fluebox', 'net', {
+      'run.fluebox.profile': 'standard',
       'run.fluebox.allow-net': `allowed.test:${port}`,
       'run.fluebox.egress-resolve': 'allowed.test=127.0.0.1',
+      'run.fluebox.net-log': netlog,
     });
     ok('a pod annotated run.fluebox.allow-net runs (its sandbox container takes the CNI namespace)');
     const loop = ['sh', '-c', 'echo ready; while :; do sleep 0.1; done'];
@@ -212,6 +215,13 @@ async function allowNetPod() {
     }
     await removePod(pod);
     ok('pod allow-net: the pod stops and is removed');
+    // The sandbox container's relay kept the pod's net log.
+    let log = [];
+    try { log = fs.readFileSync(netlog, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)); } catch { /* none */ }
+    const allowed = log.filter((e) => e.name === 'allowed.test' && e.event === 'connect' && e.verdict === 'allow').length;
+    const denied = log.filter((e) => e.name === 'denied.test' && e.verdict === 'deny').length;
+    const starts = log.filter((e) => e.event === 'start').length;
+    check('pod allow-net: the pod\'s net log (run.fluebox.net-log, the sandbox container\'s relay) has the allowed name and the denied one, one start', allowed >= 1 && denied >= 1 && starts === 1, JSON.stringify(log.filter((e) => e.event !== 'dns' || e.type === 'A')).slice(0, 1500));
   } catch (e) {
     notok('pod allow-net', e.details || e.message);
   } finally {
