@@ -178,6 +178,8 @@ struct sup {
     const struct oci_spec *s;
     struct fb_sandbox sb;
     int lsock;
+    int podfds[FB_CTL_MAX_FDS]; /* the pod's relay sockets until it starts */
+    size_t npodfds;
     int pending;          /* a start request waiting for STARTED, or -1 */
     bool have_status;
     int wstatus;
@@ -431,6 +433,22 @@ static int on_child_msg(void *arg, int ctl, const struct fb_msg *m, int *fds, si
     return 0;
 }
 
+/* The pod's sandbox container (oci_podnet.c): the relay on the sockets it
+ * made in the pod's namespace, served from the host's (the supervisor's
+ * again); the state says it owns the pod's network. */
+static int pod_relay_start(struct create *cr, struct sup *u, struct fb_err *err)
+{
+    if (oci_podnet_role(&cr->s) != OCI_PODNET_OWNER)
+        return 0;
+    egress_free(fb_steal_ptr(u->sb.egress));
+    size_t n = u->npodfds;
+    u->npodfds = 0; /* egress_start takes them, whatever its outcome */
+    if (egress_start(&cr->p, u->podfds, n, &u->sb.egress, err) < 0)
+        return -1;
+    json_object_set_new(cr->st.json, "pod_network", json_true());
+    return 0;
+}
+
 static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *child,
                          struct fb_err *err)
 {
@@ -511,14 +529,10 @@ static int start_sandbox(struct create *cr, struct sup *u, struct oci_child *chi
         cr->p.net_log = net_log;
     ns_leave(&nj);
     oci_mount_release(s, child);
-    if (rc == 0 && owner) {
-        /* Served from the host's namespace (the supervisor's again). */
-        egress_free(fb_steal_ptr(u->sb.egress));
-        rc = egress_start(&cr->p, netfds, nnet, &u->sb.egress, err);
+    if (rc == 0 && owner) { /* the relay starts once the container is up (supervisor) */
+        memcpy(u->podfds, netfds, nnet * sizeof *netfds);
+        u->npodfds = nnet;
         nnet = 0;
-        if (rc < 0)
-            sandbox_kill(&u->sb);
-        json_object_set_new(cr->st.json, "pod_network", json_true());
     }
     for (size_t i = 0; i < nnet; i++)
         close(netfds[i]);
@@ -599,6 +613,8 @@ __attribute__((noreturn)) static void supervisor(struct create *cr)
 
     struct oci_child child;
     int rc = start_sandbox(cr, &u, &child, &err);
+    if (rc == 0 && pod_relay_start(cr, &u, &err) < 0)
+        goto fail_kill;
     if (cr->spec_filter >= 0) /* the container has its copy */
         close(fb_steal_fd(cr->spec_filter));
     /* So have the preserved descriptors: a pipe's reader sees its end when
