@@ -198,9 +198,8 @@ async function allowNetPod() {
     const before = hits;
     r = await get(c1, `http://denied.test:${port}/`);
     check('pod allow-net: a name not on the list does not resolve', r.code !== 0, JSON.stringify(r));
-    const t0 = Date.now();
     r = await get(c1, `http://10.254.0.1:${port}/`);
-    check('pod allow-net: the CNI network (gateway by address) is unreachable, at once', r.code !== 0 && Date.now() - t0 < 4000, `${JSON.stringify(r)} after ${Date.now() - t0} ms`);
+    check('pod allow-net: the CNI network (gateway by address) is unreachable (no route)', r.code !== 0 && /unreachable/i.test(r.err), JSON.stringify(r));
     r = await get(c1, `http://127.0.0.1:${port}/`);
     check('pod allow-net: the host\'s loopback by address is not reached', r.code !== 0, JSON.stringify(r));
     r = await exec(c1, ['sh', '-c', 'ip route; ip -6 route; ip link | grep -c "state UP"; cat /etc/resolv.conf']);
