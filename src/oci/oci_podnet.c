@@ -34,12 +34,9 @@ static const char *ann(const struct oci_spec *s, const char *key)
 
 static bool wants_allowlist(const struct oci_spec *s)
 {
-    static const char *const keys[] = {"run.fluebox.allow-net", "run.fluebox.proxy-env"};
-    for (size_t i = 0; i < FB_ARRAY_LEN(keys); i++)
-        if (ann(s, keys[i]))
-            return true;
-    const char *net = ann(s, "run.fluebox.net");
-    return net && !strcmp(net, "allow");
+    const char *net = ann(s, "run.fluebox.net"), *proxy = ann(s, "run.fluebox.proxy-env");
+    return ann(s, "run.fluebox.allow-net") || (net && !strcmp(net, "allow")) ||
+           (proxy && (!strcmp(proxy, "true") || !strcmp(proxy, "1")));
 }
 
 enum oci_podnet oci_podnet_role(const struct oci_spec *s)
