@@ -33,13 +33,19 @@ static int cmd_run(int argc, char **argv)
         policy_free(&p);
         return 0;
     }
-    if (r < 0 || policy_finish(&p, &ce, &err) < 0) {
+    extern char **environ;
+    if (r < 0 || policy_finish(&p, &ce, &err) < 0 ||
+        (!p.print_path && secrets_load(&p, (const char *const *)environ, &err) < 0)) {
         fb_notes_print(&notes);
         fb_warn("%s", err.msg);
         code = err.code ? err.code : FB_EXIT_SETUP;
         policy_free(&p);
         return code;
     }
+    /* The real values now live only in the secrets' locked memory: wipe
+     * them from this process's environment (and so from every process it
+     * forks, and its /proc/PID/environ). */
+    secrets_scrub_env(&p, environ);
     fb_notes_print(&notes);
     if (p.print_path) {
         toolchain_print(&p, stdout);

@@ -125,6 +125,15 @@ void policy_free(struct fb_policy *p)
         free(p->resolve[i].addr);
     }
     free(p->resolve);
+    for (size_t i = 0; i < p->nsecrets; i++)
+        policy_secret_free(&p->secrets[i]);
+    free(p->secrets);
+    for (size_t i = 0; i < p->nhttp_rules; i++) {
+        free(p->http_rules[i].host.name);
+        free(p->http_rules[i].prefix);
+    }
+    free(p->http_rules);
+    free(p->upstream_ca);
     free(p->net_log);
     free(p->record);
     free(p->record_key);
@@ -217,7 +226,8 @@ static bool valid_dns_name(char *s)
     return label > 0 && s[len - 1] != '-';
 }
 
-int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err)
+int policy_parse_allow(const char *pattern, const char *opt, struct fb_allow *a,
+                       struct fb_err *err)
 {
     const char *scheme = strstr(pattern, "://");
     if (scheme || strchr(pattern, '/')) {
@@ -225,9 +235,9 @@ int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *er
         const char *h = scheme ? scheme + 3 : pattern;
         size_t hl = strcspn(h, "/?#");
         return fb_errf(err, FB_EXIT_SETUP,
-                       "--allow-net %s: a pattern is a host name, not a URL (e.g. --allow-net "
+                       "%s %s: a pattern is a host name, not a URL (e.g. --allow-net "
                        "%.*s)",
-                       pattern, (int)(hl ? hl : 1), hl ? h : "NAME");
+                       opt, pattern, (int)(hl ? hl : 1), hl ? h : "NAME");
     }
     cleanup_free char *s = fb_xstrdup(pattern);
     uint16_t port = 0;
@@ -235,8 +245,8 @@ int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *er
     if (colon) {
         uint64_t v;
         if (fb_parse_u64(colon + 1, &v) < 0 || v == 0 || v > 65535)
-            return fb_errf(err, FB_EXIT_SETUP, "--allow-net %s: bad port \"%s\" (1-65535)",
-                           pattern, colon + 1);
+            return fb_errf(err, FB_EXIT_SETUP, "%s %s: bad port \"%s\" (1-65535)",
+                           opt, pattern, colon + 1);
         port = (uint16_t)v;
         *colon = 0;
     }
@@ -251,23 +261,32 @@ int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *er
         name[--nl] = 0; /* a fully-qualified trailing dot is fine */
     if (strchr(name, '*'))
         return fb_errf(err, FB_EXIT_SETUP,
-                       "--allow-net %s: '*' is only allowed as a leading \"*.\"", pattern);
+                       "%s %s: '*' is only allowed as a leading \"*.\"", opt, pattern);
     if (wildcard && !*name)
-        return fb_errf(err, FB_EXIT_SETUP, "--allow-net %s: nothing after \"*.\"", pattern);
+        return fb_errf(err, FB_EXIT_SETUP, "%s %s: nothing after \"*.\"", opt, pattern);
     if (!valid_dns_name(name))
-        return fb_errf(err, FB_EXIT_SETUP, "--allow-net %s: not a valid host name", pattern);
+        return fb_errf(err, FB_EXIT_SETUP, "%s %s: not a valid host name", opt, pattern);
     const char *tld = strrchr(name, '.');
     if (strspn(tld ? tld + 1 : name, "0123456789") == strlen(tld ? tld + 1 : name))
         return fb_errf(err, FB_EXIT_SETUP,
-                       "--allow-net %s: looks like an IP address; allow a name (and map it with "
+                       "%s %s: looks like an IP address; allow a name (and map it with "
                        "--egress-resolve NAME=IP)",
-                       pattern);
+                       opt, pattern);
     if (wildcard && !strchr(name, '.'))
         return fb_errf(err, FB_EXIT_SETUP,
-                       "--allow-net %s: a wildcard needs at least two labels after \"*.\"",
-                       pattern);
+                       "%s %s: a wildcard needs at least two labels after \"*.\"",
+                       opt, pattern);
+    *a = (struct fb_allow){fb_xstrdup(name), wildcard, port};
+    return 0;
+}
+
+int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err)
+{
+    struct fb_allow a;
+    if (policy_parse_allow(pattern, "--allow-net", &a, err) < 0)
+        return -1;
     GROW(p->allow, p->nallow);
-    p->allow[p->nallow++] = (struct fb_allow){fb_xstrdup(name), wildcard, port};
+    p->allow[p->nallow++] = a;
     return 0;
 }
 
@@ -327,24 +346,22 @@ int policy_add_resolve(struct fb_policy *p, const char *arg, struct fb_err *err)
     return 0;
 }
 
+bool policy_pattern_match(const struct fb_allow *a, const char *name, uint16_t port)
+{
+    if (port && (a->port ? a->port != port : (port != 80 && port != 443)))
+        return false;
+    size_t nl = strlen(name), al = strlen(a->name);
+    if (!a->wildcard)
+        return nl == al && !strcmp(name, a->name);
+    return nl > al + 1 && name[nl - al - 1] == '.' && !strcmp(name + nl - al, a->name);
+}
+
 const struct fb_allow *policy_allow_match(const struct fb_policy *p, const char *name,
                                           uint16_t port)
 {
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < p->nallow; i++) {
-        const struct fb_allow *a = &p->allow[i];
-        if (port) {
-            if (a->port ? a->port != port : (port != 80 && port != 443))
-                continue;
-        }
-        size_t al = strlen(a->name);
-        if (!a->wildcard) {
-            if (nl == al && !strcmp(name, a->name))
-                return a;
-        } else if (nl > al + 1 && name[nl - al - 1] == '.' && !strcmp(name + nl - al, a->name)) {
-            return a;
-        }
-    }
+    for (size_t i = 0; i < p->nallow; i++)
+        if (policy_pattern_match(&p->allow[i], name, port))
+            return &p->allow[i];
     return NULL;
 }
 
@@ -370,6 +387,8 @@ static void derive_disk(struct fb_policy *p, struct fb_err *err)
     }
 }
 
+int policy_check_secrets(struct fb_policy *p, struct fb_err *err); /* secrets.c */
+
 int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_err *err)
 {
     derive_disk(p, err);
@@ -381,6 +400,8 @@ int policy_finish(struct fb_policy *p, const struct fb_callenv *ce, struct fb_er
                            "--allow-net cannot be combined with --net none");
         p->net = FB_NET_ALLOW;
     }
+    if (policy_check_secrets(p, err) < 0)
+        return -1;
     if (p->record_key && !p->record)
         return fb_errf(err, FB_EXIT_SETUP, "--record-key signs a record: it needs --record FILE");
     if (p->net == FB_NET_HOST && !p->net_host_allowed)

@@ -67,6 +67,39 @@ struct fb_resolve {
     uint16_t to_port; /* 0 = the port connected to */
 };
 
+/* --secret NAME:HOST[,HOST...] | NAME=@FILE:HOST[,HOST...] (docs/secrets.md):
+ * inside, NAME holds the stand-in; the relay swaps it for the real value in
+ * requests to the hosts (same pattern syntax as --allow-net). */
+struct fb_secret_value;               /* opaque (secrets.c): mlock'ed, not dumped, wiped */
+struct fb_secret {
+    char *name;                       /* the variable's name inside (and the caller's) */
+    char *file;                       /* NAME=@FILE: the value is FILE's; NULL: env NAME */
+    struct fb_allow *hosts;
+    size_t nhosts;
+    char *standin;                    /* set by secrets_load: recognisable, random */
+    struct fb_secret_value *value;    /* set by secrets_load; supervisor memory only */
+    int64_t expires_ms;               /* 0 = never (CLOCK_MONOTONIC ms) */
+};
+
+/* --allow-http 'METHODS HOST[:PORT][/PATH-PREFIX]': a host with rules gets
+ * only the requests one of them matches. */
+enum {
+    FB_HTTP_GET = 1 << 0,
+    FB_HTTP_HEAD = 1 << 1,
+    FB_HTTP_POST = 1 << 2,
+    FB_HTTP_PUT = 1 << 3,
+    FB_HTTP_PATCH = 1 << 4,
+    FB_HTTP_DELETE = 1 << 5,
+    FB_HTTP_OPTIONS = 1 << 6,
+    FB_HTTP_ANY = (1 << 7) - 1,       /* "*" (any method, the others too) */
+};
+struct fb_http_rule {
+    unsigned methods;                 /* FB_HTTP_* bits; FB_HTTP_ANY = any */
+    struct fb_allow host;             /* name / wildcard / port */
+    char *prefix;                     /* "/" when none */
+    int64_t expires_ms;               /* 0 = never */
+};
+
 enum fb_sc_action {
     FB_SC_ALLOW,
     FB_SC_ERRNO, /* fail with errno_val */
@@ -201,6 +234,17 @@ struct fb_policy {
     uint16_t proxy_port;   /* in-sandbox CONNECT proxy port (0 = off) */
     int max_conns;         /* concurrent relayed connections */
     int64_t conn_idle_ms;  /* relay idle timeout */
+    /* Secrets and HTTP rules (docs/secrets.md): their hosts are inspected
+     * (TLS terminated with a per-run CA, every request read). */
+    struct fb_secret *secrets;
+    size_t nsecrets;
+    struct fb_http_rule *http_rules;
+    size_t nhttp_rules;
+    char *upstream_ca;     /* --upstream-ca FILE: also trusted for upstream TLS */
+    bool tls_ca;           /* make the per-run CA (and the bundle inside) even
+                              with nothing inspected yet: a session that may be
+                              granted secrets later (egress_grant); its CA then
+                              has no name constraints */
 
     /* Seccomp. */
     struct fb_seccomp seccomp;
@@ -241,6 +285,48 @@ void policy_clear_rules(struct fb_policy *p);
 /* Parse "name", "*.name", "name:port"; appends to p->allow. */
 int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err);
 int policy_add_resolve(struct fb_policy *p, const char *name_eq_ip, struct fb_err *err);
+
+/* --secret SPEC, --allow-http SPEC: parse and append (secrets.c). */
+int policy_add_secret(struct fb_policy *p, const char *spec, struct fb_err *err);
+int policy_add_http_rule(struct fb_policy *p, const char *spec, struct fb_err *err);
+/* Parse one rule into r (the caller frees r->host.name and r->prefix). */
+int policy_parse_http_rule(const char *spec, struct fb_http_rule *r, struct fb_err *err);
+/* Parse "NAME:HOSTS" / "NAME=@FILE:HOSTS" into s (policy_secret_free). */
+int policy_parse_secret(const char *spec, struct fb_secret *s, struct fb_err *err);
+void policy_secret_free(struct fb_secret *s);
+/* --upstream-ca FILE: a readable PEM file with a certificate. */
+int policy_set_upstream_ca(struct fb_policy *p, const char *path, struct fb_err *err);
+/* One --allow-net style pattern into a (a->name malloc'ed); opt names the
+ * option in the error. */
+int policy_parse_allow(const char *pattern, const char *opt, struct fb_allow *a,
+                       struct fb_err *err);
+/* Does pattern a (a secret's or a rule's host) fall inside the allowlist? */
+bool policy_allow_covers(const struct fb_policy *p, const struct fb_allow *a);
+/* Does pattern a match name:port (port 0: any)? */
+bool policy_pattern_match(const struct fb_allow *a, const char *name, uint16_t port);
+
+/* Read every secret's value (envp: the caller's environment, "K=V", for a
+ * secret without @FILE) into locked, undumpable memory, make its stand-in,
+ * and set NAME=stand-in in the sandbox's environment. The errors name the
+ * variable, never its value. */
+int secrets_load(struct fb_policy *p, const char *const *envp, struct fb_err *err);
+/* Overwrite the values of the secrets' variables (not from @FILE) in envp
+ * with zero bytes: after secrets_load, for `run`'s own environment. */
+void secrets_scrub_env(const struct fb_policy *p, char **envp);
+/* A value as bytes (NULL before secrets_load). */
+const uint8_t *secret_value(const struct fb_secret *s, size_t *len);
+/* A value from bytes (egress_grant): copied into locked memory. */
+struct fb_secret_value *secret_value_new(const void *data, size_t len);
+void secret_value_free(struct fb_secret_value *v);
+/* A fresh stand-in for NAME: "fluebox-standin-" and 32 random hex digits. */
+char *secret_standin_new(void);
+/* Does the policy inspect this host (a secret's or a rule's)? */
+bool policy_inspects(const struct fb_policy *p, const char *name, uint16_t port);
+/* Will the relay need the per-run CA? */
+static inline bool policy_wants_ca(const struct fb_policy *p)
+{
+    return p->tls_ca || p->nsecrets || p->nhttp_rules;
+}
 
 /* Validate combinations and derive the rest: the command's location, the
  * binds for it and the caller's interpreters, the inside PATH (toolchain.h).

@@ -252,6 +252,21 @@ static int set_resolve(void *ctx, const struct fb_opt *o, const char *v, struct 
     return policy_add_resolve(POL(ctx), v, err);
 }
 
+static int set_secret(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    return policy_add_secret(POL(ctx), v, err);
+}
+
+static int set_allow_http(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    return policy_add_http_rule(POL(ctx), v, err);
+}
+
+static int set_upstream_ca(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    return policy_set_upstream_ca(POL(ctx), v, err);
+}
+
 static int set_net_log(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     struct label l;
@@ -469,6 +484,14 @@ const struct fb_opt cli_policy_opts[] = {
      "allow host NAME, *.NAME, optionally :PORT (default 80 and 443)", NULL},
     {"egress-resolve", 0, FB_ARG_VALUE, "N=IP", RS, set_resolve,
      "resolve N to IP on the host side (tests, pinning)", NULL},
+    {"secret", 0, FB_ARG_VALUE, "NAME:HOSTS", RS, set_secret,
+     "inside, NAME holds a stand-in that the relay swaps for the caller's $NAME in "
+     "requests to HOSTS only (NAME=@FILE:HOSTS: the value is FILE's; docs/secrets.md)", NULL},
+    {"allow-http", 0, FB_ARG_VALUE, "'METHODS HOST[/PREFIX]'", RSF, set_allow_http,
+     "HOST gets only requests of these methods (GET,POST or *) under PREFIX; others: 403",
+     NULL},
+    {"upstream-ca", 0, FB_ARG_HOST_PATH, "FILE", RS, set_upstream_ca,
+     "also trust FILE's CA for the relay's TLS to inspected hosts", NULL},
     {"net-log", 0, FB_ARG_HOST_PATH, "FILE", R, set_net_log,
      "JSON line per DNS query and connection", NULL},
     {"proxy-env", 0, FB_ARG_NONE, NULL, RSF, set_proxy_env,
