@@ -22,6 +22,7 @@
 #include "egress_int.h"
 
 #include "sniff.h"
+#include "tls_ca.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -30,6 +31,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 
 /* ---- small helpers ---- */
@@ -355,6 +357,10 @@ bool check_first_bytes(struct fb_egress *e, struct conn *c)
             conn_end(e, c, "deny", true, "HTTP Host %s does not match %s", s.name, c->name);
             return false;
         }
+        if (c->inspect) {
+            c->checked = true; /* inspect.c reads every request itself */
+            return true;
+        }
         /* From here on every request of the connection is followed and
          * checked, this first one included (relay.c walk_up). */
         c->walked = true;
@@ -523,7 +529,7 @@ static void accept_ready(struct fb_egress *e, struct listener *l)
                              "connections to IP addresses)");
                 continue;
             }
-            if (!policy_allow_match(e->p, name, l->port)) {
+            if (!egress_allowed(e, name, l->port)) {
                 char why[400];
                 snprintf(why, sizeof why, "port %u is not allowed for %s", l->port, name);
                 egress_note_refused(e, name, l->port);
@@ -546,7 +552,10 @@ static void accept_ready(struct fb_egress *e, struct listener *l)
         c->name = fb_xstrdup(name);
         c->port = l->port;
         c->strict = l->port == 80 || l->port == 443;
-        if (c->strict) {
+        /* An inspected host: the client must speak first, TLS or HTTP. */
+        c->inspect = egress_inspects(e, name, l->port);
+        if (c->strict || c->inspect) {
+            c->strict = true;
             conn_update(e, c);
         } else {
             /* Any TCP protocol may run here: connect at once, so a server
@@ -647,6 +656,9 @@ void egress_dispatch(struct fb_egress *e)
         case H_RESOLVER:
             resolver_ready(e);
             break;
+        case H_QUEUE:
+            egress_queue_drain(e);
+            break;
         case H_SIDE: {
             struct side *s = (struct side *)h;
             if (s->c->dead)
@@ -693,6 +705,12 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
     e->dns_udp.fd = e->dns_tcp.fd = e->proxy.fd = -1;
     e->timer_h.kind = H_TIMER;
     e->res_h.kind = H_RESOLVER;
+    e->q_h.kind = H_QUEUE;
+    e->qtail = &e->qhead;
+    e->qfd = -1;
+    pthread_mutex_init(&e->imu, NULL);
+    pthread_cond_init(&e->icond, NULL);
+    e->sync_init = true;
     size_t used = 0;
     e->ep = epoll_create1(EPOLL_CLOEXEC);
     e->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -702,6 +720,13 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
     }
     struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &e->timer_h};
     epoll_ctl(e->ep, EPOLL_CTL_ADD, e->timer, &tev);
+    e->qfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event qev = {.events = EPOLLIN, .data.ptr = &e->q_h};
+    if (e->qfd < 0 || epoll_ctl(e->ep, EPOLL_CTL_ADD, e->qfd, &qev) < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "egress: event loop");
+        goto fail;
+    }
+    rules_init(e);
 
     /* Each socket says what it is: its type and the address it is bound to. */
     for (; used < nfds; used++) {
@@ -830,6 +855,11 @@ void egress_free(struct fb_egress *e)
 {
     if (!e)
         return;
+    /* The inspecting threads first: they use the rules, the CA and the
+     * queue, whose last lines then go into the log. */
+    inspect_stop_all(e);
+    if (e->qfd >= 0)
+        egress_queue_drain(e);
     while (e->conns) {
         struct conn *c = e->conns;
         conn_end(e, c, c->ph == PH_RELAY || c->ph == PH_DNS ? "allow" : "error", false,
@@ -857,6 +887,53 @@ void egress_free(struct fb_egress *e)
     struct fb_net_summary sum;
     egress_summary(e, &sum);
     audit_close(e->audit, &sum);
+    rules_free(e);
+    tls_ca_free(e->ca);
+    if (e->qfd >= 0)
+        close(e->qfd);
+    if (e->sync_init) {
+        pthread_mutex_destroy(&e->imu);
+        pthread_cond_destroy(&e->icond);
+    }
     free(e);
+}
+
+/* ---- the per-run CA ---- */
+
+int egress_ca_new(const struct fb_policy *p, struct tls_ca **out, struct fb_err *err)
+{
+    *out = NULL;
+    if (p->net != FB_NET_ALLOW || !policy_wants_ca(p))
+        return 0;
+    /* Constrained to the names known now, unless grants may add others. */
+    size_t n = 0, cap = 1;
+    for (size_t i = 0; i < p->nsecrets; i++)
+        cap += p->secrets[i].nhosts;
+    cap += p->nhttp_rules;
+    const char **names = fb_xcalloc(cap, sizeof *names);
+    if (!p->tls_ca) {
+        for (size_t i = 0; i < p->nsecrets; i++)
+            for (size_t k = 0; k < p->secrets[i].nhosts; k++)
+                names[n++] = p->secrets[i].hosts[k].name;
+        for (size_t i = 0; i < p->nhttp_rules; i++)
+            names[n++] = p->http_rules[i].host.name;
+    }
+    *out = tls_ca_new(names, n, p->upstream_ca, err);
+    free(names);
+    return *out ? 0 : -1;
+}
+
+const char *egress_ca_pem(const struct tls_ca *ca) { return tls_ca_pem(ca); }
+unsigned long egress_ca_hash(const struct tls_ca *ca) { return tls_ca_hash(ca); }
+void egress_ca_free(struct tls_ca *ca) { tls_ca_free(ca); }
+
+void egress_adopt_ca(struct fb_egress *e, struct tls_ca *ca)
+{
+    if (!e) {
+        tls_ca_free(ca);
+        return;
+    }
+    tls_ca_free(e->ca);
+    e->ca = ca;
 }
 

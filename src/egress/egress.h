@@ -15,6 +15,43 @@
 #include "report.h"
 
 struct fb_egress;
+struct tls_ca;
+
+/* The per-run CA of inspected connections (docs/secrets.md), made by the
+ * supervisor before the sandbox's root is built (its certificate goes into
+ * the sandbox's trust store); egress_adopt_ca() hands it to the relay.
+ * NULL (and 0) when the policy needs none. Names constrained to the
+ * policy's secrets' and rules' hosts unless p->tls_ca. */
+int egress_ca_new(const struct fb_policy *p, struct tls_ca **out, struct fb_err *err);
+const char *egress_ca_pem(const struct tls_ca *ca);
+unsigned long egress_ca_hash(const struct tls_ca *ca);
+void egress_ca_free(struct tls_ca *ca);
+void egress_adopt_ca(struct fb_egress *e, struct tls_ca *ca);
+
+/* Rules changed while the sandbox runs (session.grant / session.revoke),
+ * from any thread: safe against the relay's loop and its inspecting
+ * threads. Recorded in the net log. spec is as on the command line:
+ *   FB_GRANT_ALLOW   an --allow-net pattern (its port must be one the
+ *                    sandbox listens on: 80/443 or one allowed at start)
+ *   FB_GRANT_HTTP    an --allow-http rule (its host allowed, inspected)
+ *   FB_GRANT_SECRET  NAME:HOST[,HOST...] with the value; a NAME the sandbox
+ *                    already has keeps its stand-in (new value and hosts),
+ *                    a new NAME gets one: egress_standin() says which, for
+ *                    the caller to pass inside
+ * Revoking: the same specs; FB_GRANT_SECRET "NAME" revokes all of it (the
+ * value is wiped; its stand-in is refused from then on), "NAME:HOSTS"
+ * those hosts. ttl_ms > 0: the grant lapses then. 0 or -1 with err. */
+struct fb_grant {
+    enum { FB_GRANT_ALLOW, FB_GRANT_HTTP, FB_GRANT_SECRET } kind;
+    const char *spec;
+    const char *value;
+    size_t value_len;
+    int64_t ttl_ms;
+};
+int egress_grant(struct fb_egress *e, const struct fb_grant *g, struct fb_err *err);
+int egress_revoke(struct fb_egress *e, const struct fb_grant *g, struct fb_err *err);
+/* The stand-in of secret name into buf, or NULL when there is none. */
+const char *egress_standin(struct fb_egress *e, const char *name, char *buf, size_t cap);
 
 /* Start serving the sockets net_setup_child() created (takes ownership of
  * fds, in any order: each socket is recognised by its type and address).

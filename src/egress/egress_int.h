@@ -10,6 +10,13 @@
  *   relay.c            moving bytes both ways once connected
  *   proxy.c            the in-sandbox HTTP CONNECT proxy's request
  *   netlog.c           the audit log (--net-log); it knows nothing of the rest
+ *   tls_ca.c           the per-run CA, leaves, the TLS contexts of inspection
+ *   http1.c            HTTP/1.x heads: parsing, stand-in swapping (pure)
+ *   inspect.c          an inspected connection (a secret's or an HTTP rule's
+ *                      host): its own thread, TLS both ways, every request
+ *                      read, checked, rewritten; the queue of its log lines
+ *   grant.c            the rules that change at run time (secrets, HTTP
+ *                      rules, grants and revocations), behind a mutex
  *
  * Design, limits and threat model: docs/network.md. */
 #ifndef FB_EGRESS_INT_H
@@ -23,6 +30,7 @@
 #include "sniff.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/socket.h>
 
 #define BUF_SIZE (64 * 1024)   /* per direction and connection, until relaying */
@@ -44,7 +52,9 @@
 #define DENIED_MAX 4096        /* distinct denied names counted exactly */
 #define BATCH 64               /* events / datagrams / accepts per dispatch */
 
-enum hkind { H_DNS_UDP, H_DNS_TCP, H_PROXY, H_LISTEN, H_TIMER, H_RESOLVER, H_SIDE };
+#define INSPECT_MAX 64         /* inspected connections (threads) at once */
+
+enum hkind { H_DNS_UDP, H_DNS_TCP, H_PROXY, H_LISTEN, H_TIMER, H_RESOLVER, H_SIDE, H_QUEUE };
 
 struct handle {
     enum hkind kind;
@@ -90,6 +100,7 @@ struct conn {
     bool checked;        /* first bytes verified (or opaque decided) */
     bool dead;
     bool counted;        /* counted against max_conns */
+    bool inspect;        /* a secret's or an HTTP rule's host: inspect.c */
     char *name;
     uint16_t port;
     const char *proto;   /* "tls", "http", "opaque" */
@@ -162,6 +173,19 @@ struct fb_egress {
     size_t share;
     bool rebalance;        /* nrelay changed: share out again */
     int64_t pipes, queued;
+    /* Inspection (docs/secrets.md): the per-run CA (NULL: none), the rules
+     * that may change (grant.c), the inspecting threads, and the queue by
+     * which they (and grants) hand their log lines to this loop. */
+    struct tls_ca *ca;
+    struct egress_rules *rules;
+    pthread_mutex_t imu;
+    pthread_cond_t icond;
+    struct insp *insps;
+    int ninsp;
+    struct qent *qhead, **qtail;
+    int qfd;
+    struct handle q_h;
+    bool sync_init;
 };
 
 /* ---- buffers ---- */
@@ -246,6 +270,44 @@ void relay_progress(struct fb_egress *e, struct conn *c);
 void relay_rebalance(struct fb_egress *e);
 void relay_apply(struct fb_egress *e, struct conn *c);
 void relay_measure(struct fb_egress *e, struct conn *c);
+
+/* ---- grant.c ---- */
+
+struct http_head;
+void rules_init(struct fb_egress *e);
+void rules_free(struct fb_egress *e);
+int64_t egress_now_ms(void);
+/* Is name:port allowed now (the allowlist, grants, revocations)? */
+bool egress_allowed(struct fb_egress *e, const char *name, uint16_t port);
+/* Is name:port to be inspected (a live secret or HTTP rule for it)? */
+bool egress_inspects(struct fb_egress *e, const char *name, uint16_t port);
+/* One request to name:port: allowed (0: head is what goes upstream,
+ * secrets the names swapped in, unbound the stand-ins that must not go in
+ * the body, values those that must not come back) or refused (-1: why). */
+struct rules_verdict {
+    uint8_t *head;
+    size_t head_len;
+    char why[512];
+    char secrets[512];
+    char **unbound, **unbound_names;
+    size_t nunbound;
+    struct fb_secret_value **values;
+    size_t nvalues;
+};
+int rules_request(struct fb_egress *e, const char *name, uint16_t port, const struct http_head *h,
+                  struct rules_verdict *v);
+void rules_verdict_free(struct rules_verdict *v);
+
+/* ---- inspect.c ---- */
+
+/* Hand c (connected, first bytes checked) to its own inspecting thread;
+ * c is ended here (its descriptors move to the thread). */
+void inspect_start(struct fb_egress *e, struct conn *c);
+/* Stop every inspecting thread and wait for them (egress_free). */
+void inspect_stop_all(struct fb_egress *e);
+/* The log lines and counts the threads queued, into the log (this loop). */
+void egress_queue_drain(struct fb_egress *e);
+void egress_queue_grant(struct fb_egress *e, const char *action, const struct fb_grant *g);
 
 /* ---- proxy.c ---- */
 

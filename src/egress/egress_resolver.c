@@ -68,7 +68,7 @@ static size_t dns_answer(struct fb_egress *e, const uint8_t *msg, size_t len, ui
         if (!ch)
             break;
     }
-    const struct fb_allow *a = q.name_plain && q.name[0] ? policy_allow_match(e->p, lower, 0) : NULL;
+    bool a = q.name_plain && q.name[0] && egress_allowed(e, lower, 0);
     int rcode;
     const char *verdict = "deny", *reason;
     uint32_t a4, *ans = NULL;

@@ -331,3 +331,41 @@ void audit_conn(struct fb_audit *a, const struct audit_conn *r)
     json_decref(dur);
     write_line(a, o);
 }
+
+void audit_http(struct fb_audit *a, const struct audit_http *r)
+{
+    if (!a)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "event", json_string("http"));
+    json_object_set_new(o, "name", jstr(r->name));
+    json_object_set_new(o, "port", json_integer(r->port));
+    json_object_set_new(o, "method", jstr(r->method));
+    json_object_set_new(o, "path", jstr(r->path));
+    json_object_set_new(o, "status", r->status ? json_integer(r->status) : json_null());
+    json_t *names = json_array();
+    for (const char *p = r->secrets; p && *p;) {
+        size_t n = strcspn(p, ",");
+        json_array_append_new(names, json_stringn(p, n));
+        p += n + (p[n] == ',');
+    }
+    json_object_set_new(o, "secrets", names);
+    json_object_set_new(o, "verdict", json_string(r->verdict));
+    json_object_set_new(o, "reason", jstr(r->reason));
+    json_object_set_new(o, "bytes_out", json_integer(r->bytes_out));
+    json_object_set_new(o, "bytes_in", json_integer(r->bytes_in));
+    write_line(a, o);
+}
+
+void audit_grant(struct fb_audit *a, const char *action, const char *kind, const char *spec,
+                 int64_t ttl_ms)
+{
+    if (!a)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "event", json_string(action));
+    json_object_set_new(o, "kind", json_string(kind));
+    json_object_set_new(o, "spec", jstr(spec));
+    json_object_set_new(o, "ttl_ms", ttl_ms ? json_integer(ttl_ms) : json_null());
+    write_line(a, o);
+}

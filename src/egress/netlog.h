@@ -25,6 +25,21 @@ struct audit_conn {
     int64_t bytes_out, bytes_in, duration_ms;
 };
 
+/* One request on an inspected connection (docs/secrets.md): never
+ * aggregated. secrets: the names (never the values) of the secrets swapped
+ * in, comma-separated ("" none). status 0: no response. */
+struct audit_http {
+    const char *name;
+    unsigned port;
+    const char *method;
+    const char *path;     /* the query's values left out */
+    int status;
+    const char *secrets;
+    const char *verdict;  /* "allow", "deny", "error" */
+    const char *reason;
+    int64_t bytes_out, bytes_in;
+};
+
 /* What the log aggregated instead of writing line by line. */
 struct audit_stats {
     int64_t lines;            /* lines written */
@@ -45,6 +60,10 @@ void audit_start(struct fb_audit *a, const char *mode, const char *note);
 void audit_dns(struct fb_audit *a, const char *name, const char *type, const char *transport,
                const char *verdict, const char *reason, const uint32_t *a4);
 void audit_conn(struct fb_audit *a, const struct audit_conn *r);
+void audit_http(struct fb_audit *a, const struct audit_http *r);
+/* A run-time rule change (egress_grant / egress_revoke). */
+void audit_grant(struct fb_audit *a, const char *action, const char *kind, const char *spec,
+                 int64_t ttl_ms);
 /* Aggregated events are waiting for the end of their interval: call
  * audit_tick() about once a second until this is false. */
 bool audit_pending(const struct fb_audit *a);

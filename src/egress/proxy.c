@@ -50,7 +50,7 @@ void proxy_request(struct fb_egress *e, struct conn *c)
     snprintf(c->via, sizeof c->via, "proxy");
     c->up.head += s.head_len;
     buf_compact(&c->up);
-    if (looks_like_ip(c->name) || !policy_allow_match(e->p, c->name, port)) {
+    if (looks_like_ip(c->name) || !egress_allowed(e, c->name, port)) {
         char why[400];
         snprintf(why, sizeof why, "%s:%u is not in the allowlist", c->name, port);
         if (!looks_like_ip(c->name))
@@ -58,7 +58,8 @@ void proxy_request(struct fb_egress *e, struct conn *c)
         reply_and_end(e, c, "403 Forbidden", "deny", why);
         return;
     }
-    c->strict = port == 80 || port == 443;
+    c->inspect = egress_inspects(e, c->name, port);
+    c->strict = port == 80 || port == 443 || c->inspect;
     /* Bytes the client sent right behind the request are checked like any
      * first bytes. */
     if (buf_len(&c->up) && !check_first_bytes(e, c))

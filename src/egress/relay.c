@@ -352,6 +352,10 @@ void relay_progress(struct fb_egress *e, struct conn *c)
 
 void start_relay(struct fb_egress *e, struct conn *c)
 {
+    if (c->inspect) {
+        inspect_start(e, c); /* inspect.c: its own thread from here */
+        return;
+    }
     if (e->splice_ok && pipe2(c->pu, O_NONBLOCK | O_CLOEXEC) == 0) {
         if (pipe2(c->pd, O_NONBLOCK | O_CLOEXEC) == 0) {
             int a = fcntl(c->pu[1], F_GETPIPE_SZ), b = fcntl(c->pd[1], F_GETPIPE_SZ);

@@ -315,11 +315,16 @@ int secrets_load(struct fb_policy *p, const char *const *envp, struct fb_err *er
 void secrets_scrub_env(const struct fb_policy *p, char **envp);
 /* A value as bytes (NULL before secrets_load). */
 const uint8_t *secret_value(const struct fb_secret *s, size_t *len);
+const uint8_t *secret_value_bytes(const struct fb_secret_value *v, size_t *len);
 /* A value from bytes (egress_grant): copied into locked memory. */
 struct fb_secret_value *secret_value_new(const void *data, size_t len);
 void secret_value_free(struct fb_secret_value *v);
 /* A fresh stand-in for NAME: "fluebox-standin-" and 32 random hex digits. */
 char *secret_standin_new(void);
+/* Inside: the system bundle with the per-run CA, and the CA alone. */
+#define FB_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define FB_CA_FILE "/etc/ssl/certs/fluebox-ca.crt"
+
 /* Does the policy inspect this host (a secret's or a rule's)? */
 bool policy_inspects(const struct fb_policy *p, const char *name, uint16_t port);
 /* Will the relay need the per-run CA? */

@@ -66,6 +66,12 @@ const uint8_t *secret_value(const struct fb_secret *s, size_t *len)
     return s->value->data;
 }
 
+const uint8_t *secret_value_bytes(const struct fb_secret_value *v, size_t *len)
+{
+    *len = v ? v->len : 0;
+    return v ? v->data : NULL;
+}
+
 char *secret_standin_new(void)
 {
     uint8_t r[16];
@@ -344,6 +350,23 @@ int policy_check_secrets(struct fb_policy *p, struct fb_err *err)
             return fb_errf(err, FB_EXIT_SETUP,
                            "--allow-http: host %s is not allowed (add --allow-net %s)", pat, pat);
         }
+    /* Inside, the per-run CA is in the system bundle; these point every
+     * common client at it (unless --env set one). */
+    static const char *const vars[][2] = {
+        {"SSL_CERT_FILE", FB_CA_BUNDLE},       {"REQUESTS_CA_BUNDLE", FB_CA_BUNDLE},
+        {"CURL_CA_BUNDLE", FB_CA_BUNDLE},      {"PIP_CERT", FB_CA_BUNDLE},
+        {"GIT_SSL_CAINFO", FB_CA_BUNDLE},      {"NODE_EXTRA_CA_CERTS", FB_CA_FILE},
+    };
+    for (size_t i = 0; i < FB_ARRAY_LEN(vars); i++) {
+        size_t kl = strlen(vars[i][0]);
+        bool set = false;
+        for (size_t k = 0; k < p->nenv_set && !set; k++)
+            set = !strncmp(p->env_set[k], vars[i][0], kl) && p->env_set[k][kl] == '=';
+        if (!set) {
+            cleanup_free char *kv = fb_xasprintf("%s=%s", vars[i][0], vars[i][1]);
+            policy_add_env_set(p, kv);
+        }
+    }
     return 0;
 }
 

@@ -133,6 +133,10 @@ static json_t *network_obj(const struct fb_result *r)
     json_object_set_new(o, "connections_aggregated", json_integer(n->conns_aggregated));
     json_object_set_new(o, "names_denied", json_integer(n->names_denied));
     json_object_set_new(o, "connections_refused", json_integer(n->conns_refused));
+    json_object_set_new(o, "http_requests", json_integer(n->http_requests));
+    json_object_set_new(o, "http_denied", json_integer(n->http_denied));
+    json_object_set_new(o, "http_secrets_injected", json_integer(n->http_injected));
+    json_object_set_new(o, "tls_verify_failed", json_integer(n->tls_verify_failed));
     return o;
 }
 

@@ -31,6 +31,9 @@ struct fb_net_summary {
     int ndenied_names;
     char refused[FB_NET_NOTE_MAX][264]; /* "name:port" */
     int nrefused;
+    /* Inspected hosts (docs/secrets.md): requests seen, refused (403),
+     * with a secret swapped in; upstream TLS that did not verify. */
+    int64_t http_requests, http_denied, http_injected, tls_verify_failed;
 };
 
 struct fb_result {

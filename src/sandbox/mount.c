@@ -113,7 +113,17 @@ struct fb_layout {
     int scratch_fd;   /* the scratch tmpfs (detached), or -1 before mount_scratch */
     mode_t umask;     /* the caller's, while mount_scratch..mount_build clear it */
     bool umask_saved;
+    int ca_fd;        /* the per-run CA's certificate (a memfd, PEM), or -1 */
+    unsigned long ca_hash;
 };
+
+void mount_layout_set_ca(struct fb_layout *l, int fd, unsigned long hash)
+{
+    if (l->ca_fd >= 0)
+        close(l->ca_fd);
+    l->ca_fd = fd;
+    l->ca_hash = hash;
+}
 
 void mount_layout_free(struct fb_layout *l)
 {
@@ -132,6 +142,8 @@ void mount_layout_free(struct fb_layout *l)
         close(l->cow_upper_fd);
     if (l->scratch_fd >= 0)
         close(l->scratch_fd);
+    if (l->ca_fd >= 0)
+        close(l->ca_fd);
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
         if (l->dev_fd[i] >= 0)
             close(l->dev_fd[i]);
@@ -237,6 +249,7 @@ int mount_prepare(const struct fb_policy *p, struct fb_premounts *pre, struct fb
     l->workspace_fd = -1;
     l->cow_upper_fd = -1;
     l->scratch_fd = -1;
+    l->ca_fd = -1;
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++)
         l->dev_fd[i] = -1;
     char path[4096];
@@ -862,6 +875,12 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
     }
     if (mkdir_p("etc", 0755) < 0 || write_etc(p, err) < 0)
         goto out;
+    if (l->ca_fd >= 0) {
+        if (mount_ca_certs(l->ca_fd, l->ca_hash, err) < 0)
+            goto out;
+        close(l->ca_fd);
+        l->ca_fd = -1;
+    }
 
     if (l->workspace_fd >= 0) {
         if (attach(l->workspace_fd, "workspace", true, err) < 0)

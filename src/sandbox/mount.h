@@ -48,6 +48,14 @@ int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb
 
 void mount_layout_free(struct fb_layout *l);
 
+/* The per-run CA (docs/secrets.md): fd a memfd of its PEM certificate
+ * (the layout's from now), hash its subject hash. mount_build then covers
+ * /etc/ssl/certs with a copy of the host's whose ca-certificates.crt
+ * also holds the CA, and whose hashed entries name it (mount_ca.c). */
+void mount_layout_set_ca(struct fb_layout *l, int fd, unsigned long hash);
+/* In the new root being built (the current directory). */
+int mount_ca_certs(int ca_fd, unsigned long hash, struct fb_err *err);
+
 /* Pieces of the layout that fluebox oci (oci_mount.c) builds its own root
  * with. */
 

@@ -51,6 +51,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -199,9 +200,18 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
     child_net(p, ctl);
 
     struct fb_msg m;
-    int r = ctl_recv(ctl, &m, NULL, NULL);
+    int gofd = -1;
+    size_t ngofd = 1;
+    int r = ctl_recv(ctl, &m, &gofd, &ngofd);
     if (r <= 0 || m.type != FB_MSG_GO)
         _exit(FB_EXIT_SETUP);
+    /* GO may carry the per-run CA's certificate (spawn_go). */
+    if (ngofd == 1 && gofd >= 0) {
+        if (layout)
+            mount_layout_set_ca(layout, gofd, (unsigned long)strtoul(m.text, NULL, 16));
+        else
+            close(gofd);
+    }
     if (cg_rc < 0)
         child_fail(ctl, &cg_err);
     if (harden_fallback_rlimits(m.code, m.arg, &err) < 0)
@@ -548,6 +558,7 @@ struct spawning {
     bool late_cg;               /* the cgroup is made while the child builds */
     struct late_cg lcg;
     struct fb_premounts pre;    /* as root: the idmapped trees (mount.h) */
+    struct tls_ca *ca;          /* the per-run CA until the relay takes it */
     struct fb_layout *layout;   /* as root: the bind sources, opened here */
     int cgfd;                   /* CLONE_INTO_CGROUP's, or -1 */
 };
@@ -671,7 +682,20 @@ static int spawn_go(struct spawning *st, struct fb_err *err)
     int64_t nproc, data;
     cgroup_fallback_limits(sb->cg, &nproc, &data);
     struct fb_msg go = {.type = FB_MSG_GO, .code = (int32_t)nproc, .arg = data};
-    if (ctl_send(sb->ctl, &go, NULL, 0) < 0) {
+    /* The per-run CA of inspected hosts (docs/secrets.md), made here in
+     * the supervisor (after the clone: the child never has its key), its
+     * certificate sent with GO for the sandbox's trust store. */
+    cleanup_close int cafd = -1;
+    if (!st->x && egress_ca_new(p, &st->ca, err) < 0)
+        return -1;
+    if (st->ca) {
+        const char *pem = egress_ca_pem(st->ca);
+        cafd = memfd_create("fluebox-ca", MFD_CLOEXEC);
+        if (cafd < 0 || fb_write_all(cafd, pem, strlen(pem)) < 0)
+            return fb_errno(err, FB_EXIT_SETUP, "the per-run CA's certificate");
+        snprintf(go.text, sizeof go.text, "%08lx", egress_ca_hash(st->ca));
+    }
+    if (ctl_send(sb->ctl, &go, cafd >= 0 ? &cafd : NULL, cafd >= 0 ? 1 : 0) < 0) {
         fb_errno(err, FB_EXIT_SETUP, "starting the sandbox");
         child_said(sb, err);
         return -1;
@@ -734,6 +758,8 @@ static int spawn_handshake(struct spawning *st, struct fb_err *err)
         if (m.type == FB_MSG_NETFDS) {
             if (egress_start(p, fds, nfds, &sb->egress, err) < 0)
                 return -1;
+            if (st->ca)
+                egress_adopt_ca(sb->egress, fb_steal_ptr(st->ca));
         } else if (m.type == FB_MSG_SCRATCH && nfds == 1 && sb->scratch_fd < 0) {
             if (on_scratch(st, fds[0], err) < 0)
                 return -1;
@@ -785,9 +811,11 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
         goto fail;
     if (spawn_go(&st, err) < 0 || spawn_handshake(&st, err) < 0)
         goto fail_child;
+    egress_ca_free(st.ca); /* (the relay took it, unless there is none) */
     return 0;
 
 fail_child:
+    egress_ca_free(st.ca);
     add_layer_hint(err);
     cgroup_late_close(&st.lcg);
     seccomp_job_cancel(&st.scj);
