@@ -644,12 +644,14 @@ static bool wait_request(struct insp *in)
         if (avail(&in->c) || (in->c.ssl && SSL_pending(in->c.ssl) > 0))
             return true;
         struct pollfd p[2] = {{.fd = in->c.s.fd, .events = POLLIN}, {.fd = in->u.s.fd, .events = POLLIN}};
-        int r = poll(p, 2, in->c.s.timeout_ms);
+        /* (upstream failed its handshake: only the client's request, for
+         * the 502 that says why) */
+        int r = poll(p, in->upstream_bad[0] ? 1 : 2, in->c.s.timeout_ms);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
             return false;
-        if (p[1].revents) {
+        if (!in->upstream_bad[0] && p[1].revents) {
             /* Upstream: a TLS record that is no data (a session ticket) is
              * fine; data or its end means the connection is done. */
             uint8_t b[256];

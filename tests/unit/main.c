@@ -14,6 +14,7 @@ int main(void)
     unit_rmtree();
     unit_json_text();
     unit_record();
+    unit_secrets();
     printf("# end of suite\n");
     return 0;
 }

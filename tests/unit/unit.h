@@ -23,4 +23,5 @@ void unit_safeopen(void);
 void unit_rmtree(void);
 void unit_json_text(void);
 void unit_record(void);
+void unit_secrets(void);
 #endif
