@@ -28,6 +28,7 @@
 #include "egress_int.h"
 
 #include "http1.h"
+#include "insp_io.h"
 #include "tls_ca.h"
 
 #include <poll.h>
@@ -114,330 +115,6 @@ void egress_queue_drain(struct fb_egress *e)
         free(q);
         q = n;
     }
-}
-
-/* ---- I/O with a timeout on non-blocking sockets ---- */
-
-struct sock {
-    int fd;
-    const uint8_t *pre; /* bytes read before the hand-over, read first */
-    size_t npre;
-    int timeout_ms;
-    bool nowait;        /* a read that would wait says so instead */
-    bool timed_out;
-};
-
-/* 1 ready, 0 timed out, -1 error. */
-static int wait_fd(struct sock *s, short ev)
-{
-    struct pollfd p = {.fd = s->fd, .events = ev};
-    for (;;) {
-        int r = poll(&p, 1, s->timeout_ms);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r == 0)
-            s->timed_out = true;
-        return r;
-    }
-}
-
-/* >0 bytes, 0 end of stream, -1 error (errno; EAGAIN only when nowait). */
-static ssize_t sock_read(struct sock *s, void *buf, size_t cap)
-{
-    if (s->npre) {
-        size_t n = s->npre < cap ? s->npre : cap;
-        memcpy(buf, s->pre, n);
-        s->pre += n;
-        s->npre -= n;
-        return (ssize_t)n;
-    }
-    for (;;) {
-        ssize_t n = recv(s->fd, buf, cap, MSG_DONTWAIT);
-        if (n >= 0)
-            return n;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN || s->nowait)
-            return -1;
-        int w = wait_fd(s, POLLIN);
-        if (w <= 0) {
-            errno = w == 0 ? ETIMEDOUT : errno;
-            return -1;
-        }
-    }
-}
-
-static ssize_t sock_write(struct sock *s, const void *buf, size_t n)
-{
-    for (;;) {
-        ssize_t w = send(s->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (w >= 0)
-            return w;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN)
-            return -1;
-        int r = wait_fd(s, POLLOUT);
-        if (r <= 0) {
-            errno = r == 0 ? ETIMEDOUT : errno;
-            return -1;
-        }
-    }
-}
-
-/* An OpenSSL BIO over struct sock. */
-static int bio_read(BIO *b, char *buf, int len)
-{
-    struct sock *s = BIO_get_data(b);
-    BIO_clear_retry_flags(b);
-    ssize_t n = sock_read(s, buf, (size_t)len);
-    if (n < 0 && errno == EAGAIN)
-        BIO_set_retry_read(b);
-    return (int)n;
-}
-
-static int bio_write(BIO *b, const char *buf, int len)
-{
-    struct sock *s = BIO_get_data(b);
-    BIO_clear_retry_flags(b);
-    return (int)sock_write(s, buf, (size_t)len);
-}
-
-static long bio_ctrl(BIO *b, int cmd, long num, void *ptr)
-{
-    (void)b;
-    (void)num;
-    (void)ptr;
-    return cmd == BIO_CTRL_FLUSH ? 1 : 0;
-}
-
-static int bio_create(BIO *b)
-{
-    BIO_set_init(b, 1);
-    return 1;
-}
-
-static pthread_once_t bio_once = PTHREAD_ONCE_INIT;
-static BIO_METHOD *bio_meth;
-
-static void bio_init(void)
-{
-    bio_meth = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "fluebox-sock");
-    if (!bio_meth)
-        abort(); /* out of memory */
-    BIO_meth_set_read(bio_meth, bio_read);
-    BIO_meth_set_write(bio_meth, bio_write);
-    BIO_meth_set_ctrl(bio_meth, bio_ctrl);
-    BIO_meth_set_create(bio_meth, bio_create);
-}
-
-static BIO_METHOD *bio_method(void)
-{
-    pthread_once(&bio_once, bio_init);
-    return bio_meth;
-}
-
-/* ---- one side: a socket, maybe TLS, and what was read but not used ---- */
-
-struct side_io {
-    struct sock s;
-    SSL *ssl;
-    uint8_t *d;          /* read buffer */
-    size_t off, len, cap;
-    bool eof;
-    char err[256];       /* why the last read or write failed */
-};
-
-static void ssl_why(struct side_io *x, int r)
-{
-    int code = SSL_get_error(x->ssl, r);
-    unsigned long e = ERR_peek_last_error();
-    if (x->s.timed_out)
-        snprintf(x->err, sizeof x->err, "idle too long");
-    else if (e)
-        ERR_error_string_n(e, x->err, sizeof x->err);
-    else if (code == SSL_ERROR_SYSCALL)
-        snprintf(x->err, sizeof x->err, "%s", errno ? strerror(errno) : "connection closed");
-    else
-        snprintf(x->err, sizeof x->err, "TLS error %d", code);
-    ERR_clear_error();
-}
-
-/* Read what is there (at most cap) into buf: >0, 0 end, -1 error. */
-static ssize_t io_read(struct side_io *x, void *buf, size_t cap)
-{
-    if (!x->ssl) {
-        ssize_t n = sock_read(&x->s, buf, cap);
-        if (n < 0 && !(x->s.nowait && errno == EAGAIN))
-            snprintf(x->err, sizeof x->err, "%s", x->s.timed_out ? "idle too long" : strerror(errno));
-        return n;
-    }
-    size_t got = 0;
-    int r = SSL_read_ex(x->ssl, buf, cap, &got);
-    if (r == 1)
-        return (ssize_t)got;
-    int code = SSL_get_error(x->ssl, r);
-    if (code == SSL_ERROR_ZERO_RETURN)
-        return 0;
-    if (code == SSL_ERROR_WANT_READ && x->s.nowait) {
-        errno = EAGAIN;
-        return -1;
-    }
-    if (code == SSL_ERROR_SYSCALL && !ERR_peek_error() && !x->s.timed_out && errno == 0)
-        return 0; /* closed without close_notify: an end all the same */
-    ssl_why(x, r);
-    errno = EIO;
-    return -1;
-}
-
-static int io_write(struct side_io *x, const void *buf, size_t n)
-{
-    const uint8_t *p = buf;
-    while (n) {
-        if (!x->ssl) {
-            ssize_t w = sock_write(&x->s, p, n);
-            if (w <= 0) {
-                snprintf(x->err, sizeof x->err, "%s",
-                         x->s.timed_out ? "idle too long" : strerror(errno));
-                return -1;
-            }
-            p += w;
-            n -= (size_t)w;
-            continue;
-        }
-        size_t w = 0;
-        int r = SSL_write_ex(x->ssl, p, n, &w);
-        if (r != 1) {
-            ssl_why(x, r);
-            return -1;
-        }
-        p += w;
-        n -= w;
-    }
-    return 0;
-}
-
-static size_t avail(const struct side_io *x) { return x->len - x->off; }
-static uint8_t *at(struct side_io *x) { return x->d + x->off; }
-static void consume(struct side_io *x, size_t n) { x->off += n; }
-
-/* Read more into the buffer: >0, 0 end, -1 error. */
-static ssize_t fill(struct side_io *x)
-{
-    if (x->off == x->len)
-        x->off = x->len = 0;
-    if (x->len == x->cap) {
-        if (x->off) {
-            memmove(x->d, x->d + x->off, x->len - x->off);
-            x->len -= x->off;
-            x->off = 0;
-        } else {
-            x->cap *= 2;
-            x->d = fb_xrealloc(x->d, x->cap);
-        }
-    }
-    ssize_t n = io_read(x, x->d + x->len, x->cap - x->len);
-    if (n > 0)
-        x->len += (size_t)n;
-    else if (n == 0)
-        x->eof = true;
-    return n;
-}
-
-/* A line (chunk size, trailer) of at most 4 KiB: its length without the
- * line end into *ll, the bytes to consume into *total. 1, 0 (end), -1. */
-static int read_line(struct side_io *x, size_t *ll, size_t *total)
-{
-    for (;;) {
-        uint8_t *nl = memchr(at(x), '\n', avail(x));
-        if (nl) {
-            *total = (size_t)(nl - at(x)) + 1;
-            *ll = *total - 1;
-            if (*ll && at(x)[*ll - 1] == '\r')
-                (*ll)--;
-            return 1;
-        }
-        if (avail(x) > 4096)
-            return -1;
-        ssize_t n = fill(x);
-        if (n <= 0)
-            return n < 0 ? -1 : 0;
-    }
-}
-
-/* ---- scanning a body: stand-ins (refuse) or values (mask) ---- */
-
-struct scan {
-    const uint8_t **pat;
-    size_t *plen;
-    size_t n, keep;  /* keep: the longest pattern - 1, held back */
-    bool mask;
-    uint8_t *win;
-    size_t wlen, wcap;
-};
-
-static void scan_init(struct scan *sc, size_t n, bool mask)
-{
-    memset(sc, 0, sizeof *sc);
-    sc->pat = fb_xcalloc(n + 1, sizeof *sc->pat);
-    sc->plen = fb_xcalloc(n + 1, sizeof *sc->plen);
-    sc->mask = mask;
-}
-
-static void scan_add(struct scan *sc, const uint8_t *p, size_t l)
-{
-    if (!l)
-        return;
-    sc->pat[sc->n] = p;
-    sc->plen[sc->n++] = l;
-    if (l - 1 > sc->keep)
-        sc->keep = l - 1;
-}
-
-static void scan_free(struct scan *sc)
-{
-    if (sc->win)
-        explicit_bzero(sc->win, sc->wcap);
-    free(sc->win);
-    free(sc->pat);
-    free(sc->plen);
-}
-
-/* Append data; returns the index of a pattern found (detect mode) or -1.
- * *ready: how many bytes at the window's start may go on now. */
-static int scan_feed(struct scan *sc, const uint8_t *d, size_t n, size_t *ready)
-{
-    if (sc->wlen + n > sc->wcap) {
-        sc->wcap = sc->wlen + n + 1024;
-        uint8_t *w = fb_xmalloc(sc->wcap);
-        memcpy(w, sc->win, sc->wlen);
-        if (sc->win)
-            explicit_bzero(sc->win, sc->wlen);
-        free(sc->win);
-        sc->win = w;
-    }
-    memcpy(sc->win + sc->wlen, d, n);
-    sc->wlen += n;
-    for (size_t i = 0; i < sc->n; i++) {
-        uint8_t *p = sc->win;
-        size_t left = sc->wlen;
-        uint8_t *m;
-        while ((m = memmem(p, left, sc->pat[i], sc->plen[i]))) {
-            if (!sc->mask)
-                return (int)i;
-            memset(m, '*', sc->plen[i]);
-            left -= (size_t)(m - p) + sc->plen[i];
-            p = m + sc->plen[i];
-        }
-    }
-    *ready = sc->wlen > sc->keep ? sc->wlen - sc->keep : 0;
-    return -1;
-}
-
-static void scan_take(struct scan *sc, size_t n)
-{
-    memmove(sc->win, sc->win + n, sc->wlen - n);
-    sc->wlen -= n;
 }
 
 /* ---- the connection ---- */
@@ -641,7 +318,7 @@ static void tunnel(struct insp *in)
 static bool wait_request(struct insp *in)
 {
     for (;;) {
-        if (avail(&in->c) || (in->c.ssl && SSL_pending(in->c.ssl) > 0))
+        if (avail(&in->c) || in->c.s.npre || (in->c.ssl && SSL_pending(in->c.ssl) > 0))
             return true;
         struct pollfd p[2] = {{.fd = in->c.s.fd, .events = POLLIN}, {.fd = in->u.s.fd, .events = POLLIN}};
         /* (upstream failed its handshake: only the client's request, for
@@ -666,204 +343,206 @@ static bool wait_request(struct insp *in)
     }
 }
 
+/* What happened to one request, for its log line. */
+struct outcome {
+    int64_t out, inb;
+    int status;
+    const char *verdict;
+    char reason[600];
+    bool keep;
+};
+
+static void failed(struct outcome *o, const char *verdict, const char *fmt, const char *arg)
+{
+    o->verdict = verdict;
+    o->keep = false;
+    snprintf(o->reason, sizeof o->reason, fmt, arg);
+}
+
+/* Read and check the next request head: 1 go on (h filled, *v the rules'
+ * verdict), 0 the connection is over (answered and logged). */
+static int take_request(struct insp *in, struct http_head *h, struct rules_verdict *v)
+{
+    int r;
+    while ((r = http1_parse_request(at(&in->c), avail(&in->c), h)) == 0) {
+        if (fill(&in->c) <= 0) {
+            if (avail(&in->c))
+                log_req(in, NULL, 0, NULL, "deny", "the client closed in the middle of a request",
+                        0, 0);
+            return 0;
+        }
+    }
+    char why[1200];
+    const char *status = "403 Forbidden";
+    if (r < 0) {
+        snprintf(why, sizeof why, "not a well-formed HTTP/1.x request: %s", h->why);
+        answer(in, "400 Bad Request", why);
+        log_req(in, NULL, 400, NULL, "deny", why, 0, 0);
+        return 0;
+    }
+    why[0] = 0;
+    const char *up = NULL;
+    size_t ul = 0;
+    for (size_t i = 0; h->upgrade && i < h->nh; i++)
+        if (h->h[i].nlen == 7 && !strncasecmp(h->h[i].name, "upgrade", 7)) {
+            up = h->h[i].val;
+            ul = h->h[i].vlen;
+        }
+    if (in->upstream_bad[0]) {
+        snprintf(why, sizeof why, "%s", in->upstream_bad);
+        status = "502 Bad Gateway";
+    } else if (h->host[0] && strcmp(h->host, in->name)) {
+        snprintf(why, sizeof why, "HTTP Host %s does not match %s", h->host, in->name);
+    } else if (h->upgrade && (!up || ul != 9 || strncasecmp(up, "websocket", 9))) {
+        snprintf(why, sizeof why, "an upgrade to %.*s: only WebSocket upgrades pass an "
+                 "inspected host (HTTP/2 is not inspected)", (int)(ul < 40 ? ul : 40), up ? up : "");
+    } else if (rules_request(in->e, in->name, in->port, h, v) < 0) {
+        snprintf(why, sizeof why, "%s", v->why);
+        rules_verdict_free(v);
+    } else {
+        return 1;
+    }
+    answer(in, status, why);
+    log_req(in, h, atoi(status), NULL, status[0] == '5' ? "error" : "deny", why, 0, 0);
+    return 0;
+}
+
+/* The head as rewritten, then the body (checked for stand-ins). */
+static bool send_request(struct insp *in, const struct http_head *h,
+                         const struct rules_verdict *v, struct scan *sc, struct outcome *o)
+{
+    bool has_body = h->chunked || h->content_length > 0;
+    if (h->expect_continue && has_body &&
+        io_write(&in->c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+        failed(o, "error", "sandbox side: %s", in->c.err);
+        return false;
+    }
+    if (io_write(&in->u, v->head, v->head_len) < 0) {
+        answer(in, "502 Bad Gateway", "upstream closed the connection");
+        failed(o, "error", "upstream side: %s", in->u.err);
+        return false;
+    }
+    o->out += (int64_t)v->head_len;
+    if (!has_body)
+        return true;
+    int found = -1;
+    enum body_end b = pass_body(&in->c, &in->u, h->chunked ? -1 : h->content_length, h->chunked,
+                                sc, &found, &o->out);
+    if (b == B_FOUND) {
+        snprintf(o->reason, sizeof o->reason,
+                 "the request body carries the stand-in of secret %s, which is not bound to %s "
+                 "(bodies are never rewritten: docs/secrets.md)",
+                 found >= 0 && (size_t)found < v->nunbound ? v->unbound_names[found] : "?",
+                 in->name);
+        answer(in, "403 Forbidden", o->reason);
+        /* Upstream gets a reset, not the end of a request. */
+        struct linger l = {1, 0};
+        setsockopt(in->u.s.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        o->status = 403;
+        o->verdict = "deny";
+        o->keep = false;
+        return false;
+    }
+    if (b == B_OK)
+        return true;
+    failed(o, b == B_BAD ? "deny" : "error", "%s",
+           b == B_BAD ? "malformed chunked request body"
+           : b == B_SRC ? "the client stopped in the middle of the body"
+                        : "upstream stopped reading the body");
+    if (b != B_DST)
+        answer(in, "400 Bad Request", o->reason);
+    return false;
+}
+
+/* The response: interim heads (1xx) passed on, the final head, its body;
+ * any value upstream echoes is masked (ms). false: the connection is over
+ * (or upgraded: *switched). */
+static bool pass_response(struct insp *in, const struct http_head *h, struct scan *ms,
+                          struct outcome *o)
+{
+    struct http_head rh;
+    int r;
+    for (;;) {
+        while ((r = http1_parse_response(at(&in->u), avail(&in->u), &rh)) == 0) {
+            ssize_t n = fill(&in->u);
+            if (n <= 0) {
+                failed(o, "error", "upstream %s before answering",
+                       n == 0 ? "closed the connection" : in->u.err);
+                answer(in, "502 Bad Gateway", o->reason);
+                return false;
+            }
+        }
+        if (r < 0) {
+            failed(o, "error", "upstream's answer: %s", rh.why);
+            answer(in, "502 Bad Gateway", o->reason);
+            return false;
+        }
+        size_t ready;
+        scan_feed(ms, at(&in->u), rh.head_len, &ready);
+        int wr = io_write(&in->c, ms->win, ms->wlen);
+        scan_take(ms, ms->wlen);
+        consume(&in->u, rh.head_len);
+        o->inb += (int64_t)rh.head_len;
+        if (wr < 0) {
+            failed(o, "error", "sandbox side: %s", in->c.err);
+            return false;
+        }
+        o->status = rh.status;
+        if (rh.status < 100 || rh.status >= 200 || rh.status == 101)
+            break;
+    }
+    if (o->status == 101)
+        return false;
+    bool no_body = !strcmp(h->method, "HEAD") || o->status == 204 || o->status == 304;
+    if (!no_body && (rh.chunked || rh.content_length != 0)) {
+        int unused = -1;
+        enum body_end b = pass_body(&in->u, &in->c, rh.chunked ? -1 : rh.content_length,
+                                    rh.chunked, ms, &unused, &o->inb);
+        if (b != B_OK) {
+            failed(o, "error", "%s",
+                   b == B_DST ? "the client stopped reading the response"
+                              : "upstream's response body ended early or was malformed");
+            return false;
+        }
+        if (!rh.chunked && rh.content_length < 0)
+            return false; /* it ended with the stream */
+    }
+    return !(h->close || rh.close);
+}
+
 /* One request and its response. false: the connection is over. */
 static bool one_request(struct insp *in)
 {
     struct http_head h;
-    int r;
-    while ((r = http1_parse_request(at(&in->c), avail(&in->c), &h)) == 0) {
-        ssize_t n = fill(&in->c);
-        if (n <= 0) {
-            if (avail(&in->c))
-                log_req(in, NULL, 0, NULL, "deny", "the client closed in the middle of a request",
-                        0, 0);
-            return false;
-        }
-    }
-    char why[1200];
-    if (r < 0) {
-        snprintf(why, sizeof why, "not a well-formed HTTP/1.x request: %s", h.why);
-        answer(in, "400 Bad Request", why);
-        log_req(in, NULL, 400, NULL, "deny", why, 0, 0);
-        return false;
-    }
-    if (in->upstream_bad[0]) {
-        answer(in, "502 Bad Gateway", in->upstream_bad);
-        log_req(in, &h, 502, NULL, "error", in->upstream_bad, 0, 0);
-        return false;
-    }
-    if (h.host[0] && strcmp(h.host, in->name)) {
-        snprintf(why, sizeof why, "HTTP Host %s does not match %s", h.host, in->name);
-        answer(in, "403 Forbidden", why);
-        log_req(in, &h, 403, NULL, "deny", why, 0, 0);
-        return false;
-    }
-    if (h.upgrade) {
-        const char *up = NULL;
-        size_t ul = 0;
-        for (size_t i = 0; i < h.nh; i++)
-            if (h.h[i].nlen == 7 && !strncasecmp(h.h[i].name, "upgrade", 7)) {
-                up = h.h[i].val;
-                ul = h.h[i].vlen;
-            }
-        if (!up || ul != 9 || strncasecmp(up, "websocket", 9)) {
-            snprintf(why, sizeof why, "an upgrade to %.*s: only WebSocket upgrades pass an "
-                     "inspected host (HTTP/2 is not inspected)", (int)(ul < 40 ? ul : 40),
-                     up ? up : "");
-            answer(in, "403 Forbidden", why);
-            log_req(in, &h, 403, NULL, "deny", why, 0, 0);
-            return false;
-        }
-    }
     struct rules_verdict v;
-    if (rules_request(in->e, in->name, in->port, &h, &v) < 0) {
-        answer(in, "403 Forbidden", v.why);
-        log_req(in, &h, 403, NULL, "deny", v.why, 0, 0);
-        rules_verdict_free(&v);
+    if (!take_request(in, &h, &v))
         return false;
-    }
-    bool keep = true;
-    int64_t out = 0, inb = 0;
-    int status = 0;
-    const char *verdict = "allow";
-    char reason[600] = "";
-    struct scan sc;
+    struct outcome o = {.verdict = "allow", .keep = true};
+    struct scan sc, ms;
     scan_init(&sc, v.nunbound, false);
     for (size_t i = 0; i < v.nunbound; i++)
         scan_add(&sc, (const uint8_t *)v.unbound[i], strlen(v.unbound[i]));
-    struct scan ms;
     scan_init(&ms, v.nvalues, true);
     for (size_t i = 0; i < v.nvalues; i++) {
         size_t vl;
         const uint8_t *val = secret_value_bytes(v.values[i], &vl);
         scan_add(&ms, val, vl);
     }
-    bool has_body = h.chunked || h.content_length > 0;
-    int64_t length = h.chunked ? -1 : h.content_length > 0 ? h.content_length : 0;
     consume(&in->c, h.head_len);
-    if (h.expect_continue && has_body &&
-        io_write(&in->c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
-        keep = false;
-        verdict = "error";
-        snprintf(reason, sizeof reason, "sandbox side: %s", in->c.err);
-        goto done;
-    }
-    if (io_write(&in->u, v.head, v.head_len) < 0) {
-        answer(in, "502 Bad Gateway", "upstream closed the connection");
-        keep = false;
-        verdict = "error";
-        snprintf(reason, sizeof reason, "upstream side: %s", in->u.err);
-        goto done;
-    }
-    out += (int64_t)v.head_len;
-    if (has_body) {
-        int found = -1;
-        enum body_end b = pass_body(&in->c, &in->u, length, h.chunked, &sc, &found, &out);
-        if (b == B_FOUND) {
-            snprintf(reason, sizeof reason,
-                     "the request body carries the stand-in of secret %s, which is not bound to "
-                     "%s (bodies are never rewritten: docs/secrets.md)",
-                     found >= 0 && (size_t)found < v.nunbound ? v.unbound_names[found] : "?",
-                     in->name);
-            answer(in, "403 Forbidden", reason);
-            struct linger l = {1, 0};
-            setsockopt(in->u.s.fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-            status = 403;
-            verdict = "deny";
-            keep = false;
-            goto done;
-        }
-        if (b != B_OK) {
-            keep = false;
-            verdict = b == B_BAD ? "deny" : "error";
-            snprintf(reason, sizeof reason, "%s",
-                     b == B_BAD ? "malformed chunked request body"
-                     : b == B_SRC ? "the client stopped in the middle of the body"
-                                  : "upstream stopped reading the body");
-            if (b != B_DST)
-                answer(in, "400 Bad Request", reason);
-            goto done;
-        }
-    }
-    /* The response: interim ones (1xx) first, then the final one. */
-    struct http_head rh;
-    for (;;) {
-        while ((r = http1_parse_response(at(&in->u), avail(&in->u), &rh)) == 0) {
-            ssize_t n = fill(&in->u);
-            if (n <= 0) {
-                snprintf(reason, sizeof reason, "upstream %s before answering",
-                         n == 0 ? "closed the connection" : in->u.err);
-                answer(in, "502 Bad Gateway", reason);
-                verdict = "error";
-                keep = false;
-                goto done;
-            }
-        }
-        if (r < 0) {
-            snprintf(reason, sizeof reason, "upstream's answer: %s", rh.why);
-            answer(in, "502 Bad Gateway", reason);
-            verdict = "error";
-            keep = false;
-            goto done;
-        }
-        /* A value the server echoes back is masked (same length). */
-        size_t ready;
-        scan_feed(&ms, at(&in->u), rh.head_len, &ready);
-        int wr = io_write(&in->c, ms.win, ms.wlen);
-        scan_take(&ms, ms.wlen);
-        consume(&in->u, rh.head_len);
-        inb += (int64_t)rh.head_len;
-        if (wr < 0) {
-            keep = false;
-            verdict = "error";
-            snprintf(reason, sizeof reason, "sandbox side: %s", in->c.err);
-            goto done;
-        }
-        status = rh.status;
-        if (rh.status >= 100 && rh.status < 200 && rh.status != 101)
-            continue;
-        break;
-    }
-    if (status == 101) {
-        in->bytes_out += out;
-        in->bytes_in += inb;
-        log_req(in, &h, status, v.secrets, "allow", "upgraded: the rest is not inspected", out, inb);
-        out = inb = 0;
-        if (h.upgrade)
-            tunnel(in);
-        keep = false;
-        goto quiet;
-    }
-    bool no_body = !strcmp(h.method, "HEAD") || status == 204 || status == 304;
-    if (!no_body && (rh.chunked || rh.content_length != 0)) {
-        int dummy = -1;
-        int64_t rb = 0;
-        enum body_end b = pass_body(&in->u, &in->c, rh.chunked ? -1 : rh.content_length,
-                                    rh.chunked, &ms, &dummy, &rb);
-        inb += rb;
-        if (b != B_OK) {
-            verdict = "error";
-            snprintf(reason, sizeof reason, "%s",
-                     b == B_DST ? "the client stopped reading the response"
-                                : "upstream's response body ended early or was malformed");
-            keep = false;
-            goto done;
-        }
-        if (!rh.chunked && rh.content_length < 0)
-            keep = false; /* ended with the stream */
-    }
-    if (h.close || rh.close)
-        keep = false;
-done:
-    log_req(in, &h, status, verdict[0] == 'a' ? v.secrets : (status == 403 ? NULL : v.secrets),
-            verdict, reason[0] ? reason : NULL, out, inb);
-    in->bytes_out += out;
-    in->bytes_in += inb;
-quiet:
+    if (send_request(in, &h, &v, &sc, &o))
+        o.keep = pass_response(in, &h, &ms, &o);
+    bool upgraded = o.status == 101 && !strcmp(o.verdict, "allow");
+    log_req(in, &h, o.status, o.status == 403 ? NULL : v.secrets, o.verdict,
+            upgraded ? "upgraded: the rest is not inspected" : o.reason[0] ? o.reason : NULL,
+            o.out, o.inb);
+    in->bytes_out += o.out;
+    in->bytes_in += o.inb;
     scan_free(&sc);
     scan_free(&ms);
     rules_verdict_free(&v);
-    return keep;
+    if (upgraded && h.upgrade)
+        tunnel(in);
+    return o.keep && !upgraded;
 }
 
 /* Both TLS handshakes. false: the connection is over. */
