@@ -175,7 +175,7 @@ static bool inspects_locked(const struct egress_rules *r, const char *name, uint
 
 bool egress_inspects(struct fb_egress *e, const char *name, uint16_t port)
 {
-    if (!e->rules || !e->ca)
+    if (!e->rules)
         return false;
     pthread_mutex_lock(&e->rules->mu);
     bool yes = inspects_locked(e->rules, name, port, egress_now_ms());

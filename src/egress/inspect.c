@@ -639,6 +639,12 @@ static void *insp_main(void *arg)
 
 void inspect_start(struct fb_egress *e, struct conn *c)
 {
+    if (!e->ca) {
+        /* Fail closed: the rules cannot be kept without reading the requests. */
+        conn_end(e, c, "deny", true, "%s needs inspection, and this sandbox has no per-run CA",
+                 c->name);
+        return;
+    }
     pthread_mutex_lock(&e->imu);
     bool room = e->ninsp < INSPECT_MAX;
     pthread_mutex_unlock(&e->imu);

@@ -315,6 +315,10 @@ int policy_check_secrets(struct fb_policy *p, struct fb_err *err)
     if (!p->nsecrets && !p->nhttp_rules && !p->tls_ca)
         return 0;
     const char *what = p->nsecrets ? "--secret" : p->nhttp_rules ? "--allow-http" : "a CA";
+    if (p->isolation == FB_ISO_LANDLOCK)
+        return fb_errf(err, FB_EXIT_SETUP,
+                       "%s needs the relay's inspection, which --isolation landlock does not have",
+                       what);
     if (p->net != FB_NET_ALLOW)
         return fb_errf(err, FB_EXIT_SETUP,
                        "%s needs the filtered network (--allow-net for its hosts), not --net %s",

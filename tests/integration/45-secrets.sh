@@ -92,6 +92,7 @@ expect_err "unreadable --upstream-ca refused" 125 "--upstream-ca $T/none.pem" ru
   --upstream-ca "$T/none.pem" -- true
 expect_err "--secret without the filtered network refused" 125 "needs the filtered network" run \
   --secret FLUEBOX_TEST_TOK:api.test -- true
+expect_err "--isolation landlock refused (no inspection there)" 125 "landlock" run $MAP $S --isolation landlock -- true
 expect_err "--env-pass of a secret refused" 125 "--env-pass" run $MAP $S --env-pass FLUEBOX_TEST_TOK -- true
 case "$ERR" in *"$REAL"*) fail "no error shows the value" "$ERR" ;; *) ok "no error shows the value" ;; esac
 no_leftovers "bad input leaves nothing behind"
@@ -242,6 +243,12 @@ fresh_rec
 run_fb run $NET $S -- /bin/sh -c "curl -sS http://api.test/plain -H \"Authorization: Bearer $TOKV\""
 case "$OUT" in "ok GET /plain") ok "plain HTTP to a bound host" ;; *) fail "plain HTTP to a bound host" "rc $RC $OUT $ERR" ;; esac
 rec_has "plain HTTP: the server got the real value" 'r["path"]=="/plain" and ["Authorization","Bearer "+real] in r["headers"]'
+
+# through the in-sandbox CONNECT proxy (--proxy-env) as well
+fresh_rec
+run_fb run $NET $S --proxy-env -- /bin/sh -c "curl -sS https://api.test/proxied -H \"X-Key: $TOKV\""
+case "$OUT" in "ok GET /proxied") ok "through the CONNECT proxy" ;; *) fail "through the CONNECT proxy" "rc $RC $OUT $ERR" ;; esac
+rec_has "proxy: the server got the real value" 'r["path"]=="/proxied" and ["X-Key",real] in r["headers"]'
 
 # NAME=@FILE
 fresh_rec
