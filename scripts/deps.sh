@@ -1,7 +1,8 @@
 #!/bin/sh
 # deps.sh — install the Debian packages fluebox needs, only those missing.
 #   deps.sh build   compiler, libseccomp-dev, libjansson-dev, libssl-dev
-#                   (libcrypto: SHA-256 and Ed25519 for --record), pkg-config
+#                   (libcrypto: SHA-256 and Ed25519 for --record; libssl: the
+#                   relay's TLS for --secret and --allow-http), pkg-config
 #   deps.sh test    + everything `make check` runs (tests/README.md says which
 #                   suite needs what): curl, openssl, iproute2, python3 and
 #                   python3-venv (the Python client's install test), git,

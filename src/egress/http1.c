@@ -304,12 +304,22 @@ struct out {
     size_t len, cap;
 };
 
+/* Grows by copying and wiping (never realloc): the old buffer may hold a
+ * value already swapped in. */
 static void put(struct out *o, const void *p, size_t n)
 {
     if (o->len + n > o->cap) {
-        while (o->len + n > o->cap)
-            o->cap = o->cap ? o->cap * 2 : 1024;
-        o->d = fb_xrealloc(o->d, o->cap);
+        size_t cap = o->cap ? o->cap : 1024;
+        while (o->len + n > cap)
+            cap *= 2;
+        uint8_t *d = fb_xmalloc(cap);
+        if (o->d) {
+            memcpy(d, o->d, o->len);
+            explicit_bzero(o->d, o->cap);
+            free(o->d);
+        }
+        o->d = d;
+        o->cap = cap;
     }
     memcpy(o->d + o->len, p, n);
     o->len += n;

@@ -132,6 +132,15 @@ log_has "log: one http line per request, with the secret's name" "$LOG" \
 if $PY -c 'import json,sys; n=json.load(open(sys.argv[1]))["network"]; sys.exit(0 if n["http_requests"]>=4 and n["http_secrets_injected"]>=4 else 1)' "$T/report.json" 2>/dev/null; then
   ok "report: inspected requests counted"; else fail "report: inspected requests counted" "$(cat "$T/report.json" 2>/dev/null | head -c 600)"; fi
 
+# HTTP/2: not spoken on an inspected host; a client that offers h2 gets
+# HTTP/1.1 by ALPN, one that insists (prior knowledge) is refused
+fresh_log
+run_fb run $NET $S --net-log "$LOG" -- /bin/sh -c "curl -sS --http2 -w ' %{http_version}' https://api.test/h2 -H \"X-Key: $TOKV\";
+  curl -sS --http2-prior-knowledge http://api.test/h2pk >/dev/null 2>&1 || echo refused"
+case "$OUT" in "ok GET /h2"*" 1.1"*refused) ok "h2 offered: HTTP/1.1 by ALPN; prior knowledge refused" ;;
+  *) fail "h2 offered: HTTP/1.1 by ALPN; prior knowledge refused" "rc $RC $OUT $ERR" ;; esac
+log_has "log: the h2 prior-knowledge stream refused" "$LOG" 'e["event"]=="connect" and e["verdict"]=="deny" and "HTTP/2" in e["reason"]'
+
 # ---- Python (urllib), Node (fetch), git (Basic via the URL) ----
 fresh_rec
 run_fb run $NET $S -- $PY -c '
