@@ -11,7 +11,9 @@
  *        (ports 80/443: required; other explicitly allowed ports: checked
  *        when the client speaks first, opaque TCP otherwise)
  *     -> resolve on the host and connect (upstream.c)
- *     -> relay both ways (relay.c).
+ *     -> relay both ways (relay.c), or, for a host a secret is bound to or
+ *        that has HTTP rules, hand the connection to its own inspecting
+ *        thread (inspect.c; docs/secrets.md).
  *   Limits: p->max_conns relayed connections, p->conn_idle_ms idle timeout,
  *   HANDSHAKE_MS to get from accept to relaying.
  *   Audit: one JSON line per DNS query and per connection (netlog.c).

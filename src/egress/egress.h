@@ -2,7 +2,9 @@
  * that hands out synthetic addresses for allowed names, a relay that maps a
  * connection to a synthetic address back to its name, checks SNI / Host,
  * resolves and connects on the host and copies bytes both ways, an optional
- * HTTP CONNECT proxy, and the audit log.
+ * HTTP CONNECT proxy, and the audit log. Hosts of secrets and HTTP rules are
+ * inspected: TLS terminated with a per-run CA, every request read, checked
+ * and rewritten (docs/secrets.md).
  *
  * It runs inside the supervisor's event loop: egress_fd() is an epoll fd that
  * becomes readable when egress has work; the supervisor then calls

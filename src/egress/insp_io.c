@@ -271,12 +271,16 @@ void scan_free(struct scan *sc)
  * *ready: how many bytes at the window's start may go on now. */
 int scan_feed(struct scan *sc, const uint8_t *d, size_t n, size_t *ready)
 {
+    *ready = 0;
+    if (!n && !sc->wlen)
+        return -1;
     if (sc->wlen + n > sc->wcap) {
         sc->wcap = sc->wlen + n + 1024;
         uint8_t *w = fb_xmalloc(sc->wcap);
-        memcpy(w, sc->win, sc->wlen);
-        if (sc->win)
+        if (sc->win) {
+            memcpy(w, sc->win, sc->wlen);
             explicit_bzero(sc->win, sc->wlen);
+        }
         free(sc->win);
         sc->win = w;
     }
@@ -300,6 +304,8 @@ int scan_feed(struct scan *sc, const uint8_t *d, size_t n, size_t *ready)
 
 void scan_take(struct scan *sc, size_t n)
 {
+    if (!n)
+        return;
     memmove(sc->win, sc->win + n, sc->wlen - n);
     sc->wlen -= n;
 }

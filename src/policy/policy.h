@@ -316,7 +316,8 @@ void secrets_scrub_env(const struct fb_policy *p, char **envp);
 /* A value as bytes (NULL before secrets_load). */
 const uint8_t *secret_value(const struct fb_secret *s, size_t *len);
 const uint8_t *secret_value_bytes(const struct fb_secret_value *v, size_t *len);
-/* A value from bytes (egress_grant): copied into locked memory. */
+/* A value from bytes (egress_grant): copied into locked memory (data
+ * NULL: len zero bytes). */
 struct fb_secret_value *secret_value_new(const void *data, size_t len);
 void secret_value_free(struct fb_secret_value *v);
 /* A fresh stand-in for NAME: "fluebox-standin-" and 32 random hex digits. */

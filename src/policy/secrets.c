@@ -41,7 +41,8 @@ struct fb_secret_value *secret_value_new(const void *data, size_t len)
 #endif
         (void)madvise(m, v->maplen, MADV_DONTFORK);
     v->data = m;
-    memcpy(v->data, data, len);
+    if (data)
+        memcpy(v->data, data, len); /* (NULL: len zero bytes, to be filled) */
     v->len = len;
     return v;
 }
@@ -399,7 +400,7 @@ static int load_file(struct fb_secret *s, struct fb_err *err)
         return fb_errf(err, FB_EXIT_SETUP, "--secret %s=@%s: not a regular file of at most %d "
                        "bytes", s->name, s->file, VALUE_MAX);
     size_t len = 0;
-    struct fb_secret_value *big = secret_value_new("", VALUE_MAX + 1); /* reads land here */
+    struct fb_secret_value *big = secret_value_new(NULL, VALUE_MAX + 1); /* reads land here */
     for (;;) {
         ssize_t n = read(fd, big->data + len, VALUE_MAX + 1 - len);
         if (n < 0 && errno == EINTR)
