@@ -14,6 +14,8 @@
  *   server_ws.c       workspace.* operations (copy-on-write sessions)
  *   server_port.c     published ports: host listeners relayed into sessions
  *   server_log.c      the log of session events (--log-format)
+ *   sess_secrets.c    secrets, HTTP rules and upstream CA of session.create;
+ *                     session.grant / session.revoke
  *
  * Objects: a conn per client connection; a sess (server state of one
  * fb_session, sess_sandbox.c) per session; an op per request that cannot be
@@ -59,6 +61,7 @@ struct srv_limits {
 #define GRACE_NS (100 * 1000000ull)
 #define CHUNK 65536
 #define OUTPUT_FLOOR (64 * 1024) /* collected exec output kept per stream whatever the budget */
+#define SECRET_VALUE_MAX (64 * 1024) /* a secret's value (the engine's limit too) */
 
 /* ---- objects ---- */
 
@@ -310,7 +313,8 @@ int handle_line(struct conn *c, const char *line, size_t len);
 /* The handlers (the table lists them, methods.h). */
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
     m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel, m_session_publish,
-    m_session_unpublish, m_session_fork, m_exec_write, m_exec_close_stdin, m_exec_resize;
+    m_session_unpublish, m_session_fork, m_exec_write, m_exec_close_stdin, m_exec_resize,
+    m_session_grant, m_session_revoke;
 
 /* ---- ops (sess_table.c) ---- */
 struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);

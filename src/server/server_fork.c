@@ -40,8 +40,12 @@ void m_session_fork(struct conn *c, const struct method *m, json_t *id, json_t *
     struct fb_policy p;
     struct session_params sp;
     bool foreign = c->uid != geteuid() && c->uid != 0;
-    json_t *orig_params = ss->s->params ? json_incref(ss->s->params) : json_object();
+    /* The secrets' values come from the original's policy (the params it
+     * keeps have none), into the fork's own keeping, with new stand-ins. */
+    json_t *orig_params = ss->s->params ? sess_secrets_refill(ss->s->params, &ss->s->pol)
+                                        : json_object();
     int rc = session_policy_from_params(orig_params, foreign ? &srv->foreign : NULL, &p, &sp, &e);
+    sess_secrets_wipe(orig_params);
     if (rc < 0) {
         policy_free(&p);
         json_decref(orig_params);

@@ -164,6 +164,12 @@ int handle_line(struct conn *c, const char *line, size_t len)
         ; /* waits, or was refused */
     else if (m->scope == SCOPE_NONE || (ss = named_session(c, m, req.id, req.params)))
         m->fn(c, m, req.id, req.params, ss);
+    /* A request that may carry a secret's real value: no copy of it stays
+     * in the server's memory (its JSON and its line are wiped). */
+    if (m && m->fn == m_session_create) {
+        sess_secrets_wipe(req.params);
+        explicit_bzero((char *)line, len);
+    }
     proto_req_free(&req);
     return a > 0;
 }

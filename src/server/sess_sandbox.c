@@ -220,8 +220,8 @@ static int refuse(struct proto_err *e, const char *param, const char *fmt, ...)
 
 /* A typed parameter is the policy option of that name as far as who may set
  * it is concerned. */
-static int check_field(const struct foreign_rules *r, const char *param, const char *opt,
-                       struct proto_err *e)
+int session_check_field(const struct foreign_rules *r, const char *param, const char *opt,
+                        struct proto_err *e)
 {
     const struct fb_opt *o = opt_find(cli_policy_opts, cli_npolicy_opts, opt);
     if (!o || row_allowed(r, o))
@@ -279,7 +279,7 @@ static int apply_fields(json_t *params, const struct foreign_rules *r, struct fb
             return -1;
         if (v == INT64_MIN)
             continue; /* absent or null: the profile's */
-        if (check_field(r, f->key, f->opt, e) < 0)
+        if (session_check_field(r, f->key, f->opt, e) < 0)
             return -1;
         if (f->set(p, v, f->key, &err) < 0)
             return perr_param(e, f->key, "%s", err.msg);
@@ -288,7 +288,7 @@ static int apply_fields(json_t *params, const struct foreign_rules *r, struct fb
     if (cpus && !json_is_null(cpus)) {
         if (!json_is_number(cpus) || json_number_value(cpus) < 0)
             return perr_param(e, "limits.cpus", "limits.cpus must be a number >= 0");
-        if (check_field(r, "limits.cpus", "cpus", e) < 0)
+        if (session_check_field(r, "limits.cpus", "cpus", e) < 0)
             return -1;
         if (policy_set_cpus(p, json_number_value(cpus), "limits.cpus", &err) < 0)
             return perr_param(e, "limits.cpus", "%s", err.msg);
@@ -311,12 +311,12 @@ static int apply_fields(json_t *params, const struct foreign_rules *r, struct fb
             m = FB_NET_HOST;
         else
             return perr_param(e, "network", "network must be \"none\", \"allow\" or \"host\"");
-        if (check_field(r, "network", "net", e) < 0)
+        if (session_check_field(r, "network", "net", e) < 0)
             return -1;
         policy_set_net(p, m);
     }
     if (json_array_size(allow)) {
-        if (check_field(r, "allowNet", "allow-net", e) < 0)
+        if (session_check_field(r, "allowNet", "allow-net", e) < 0)
             return -1;
         size_t i;
         json_t *it;
@@ -327,7 +327,7 @@ static int apply_fields(json_t *params, const struct foreign_rules *r, struct fb
         }
     }
     if (workspace) {
-        if (check_field(r, "workspace", "workspace", e) < 0)
+        if (session_check_field(r, "workspace", "workspace", e) < 0)
             return -1;
         if (workspace[0] != '/')
             return perr_param(e, "workspace", "workspace must be an absolute host path");
@@ -335,11 +335,11 @@ static int apply_fields(json_t *params, const struct foreign_rules *r, struct fb
             return perr_param(e, "workspace", "%s", err.msg);
     }
     if (cow) {
-        if (check_field(r, "cow", "cow", e) < 0)
+        if (session_check_field(r, "cow", "cow", e) < 0)
             return -1;
         policy_set_cow(p, true);
     }
-    return 0;
+    return sess_secret_fields(params, r, p, e);
 }
 
 /* session.create's "options": the command line's words, parsed with the
@@ -372,6 +372,13 @@ static int parse_options(json_t *options, const struct foreign_rules *r, struct 
                          o->name);
         else if (o->flags & FB_OPT_FIRST)
             bad = check_profile(r, "options", parsed->v[i].val, e);
+        else if (!strcmp(o->name, "secret"))
+            /* The value would be the server's variable (or file): the
+             * client reads its own and sends it in "secrets". */
+            bad = perr_param(e, "options",
+                             "options: --secret would take the value from the server's "
+                             "environment; send it in \"secrets\" (the clients read it from "
+                             "their own environment or file)");
     }
     if (bad)
         opt_parsed_free(parsed);
@@ -393,7 +400,11 @@ static bool pool_fits(json_t *params)
             return false;
         if (!strcmp(k, "network") && json_is_string(v) && strcmp(json_string_value(v), "none"))
             return false;
-        if ((!strcmp(k, "allowNet") || !strcmp(k, "options")) && json_array_size(v))
+        if ((!strcmp(k, "allowNet") || !strcmp(k, "options") || !strcmp(k, "secrets") ||
+             !strcmp(k, "allowHttp")) &&
+            json_array_size(v))
+            return false;
+        if (!strcmp(k, "upstreamCa") && !json_is_null(v))
             return false;
         if (!strcmp(k, "workspace") && !json_is_null(v))
             return false;
@@ -496,14 +507,27 @@ static int policy_from_params(json_t *params, const struct foreign_rules *foreig
                "owner allows it with fluebox serve --foreign-net-host)");
         goto out;
     }
+    /* A session with an allowlist may be granted a secret or an HTTP rule
+     * while it runs (session.grant): its sandbox trusts a per-session CA
+     * from the start. */
+    if (p->net == FB_NET_ALLOW)
+        p->tls_ca = true;
     /* Sessions have no command of their own; "/bin/sh" satisfies the checks
      * without binding anything (it lives in the system tree). */
     p->argv = fb_xcalloc(2, sizeof(char *));
     p->argv[0] = fb_xstrdup("/bin/sh");
     if (policy_finish(p, caller ? &ce : NULL, &err) < 0) {
         perr_set(e, "invalid_params", "%s", err.msg);
+        /* The checks across fields name the option: the parameter it is. */
+        if (!strncmp(err.msg, "--secret", 8))
+            snprintf(e->param, sizeof e->param, "secrets");
+        else if (!strncmp(err.msg, "--allow-http", 12))
+            snprintf(e->param, sizeof e->param, "allowHttp");
         goto out;
     }
+    /* The secrets' values (the client's), into the engine's keeping. */
+    if (sess_secrets_load(params, p, e) < 0)
+        goto out;
     sp->env = env;
     sp->cwd = cwd;
     sp->exec_timeout_ms = timeout >= 0 ? timeout
@@ -728,6 +752,7 @@ json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs
         json_array_append_new(allow, pat);
     }
     json_object_set_new(o, "allowNet", allow);
+    sess_secrets_info(p, o);
     json_object_set_new(o, "createdAt", json_integer(s->created_ms));
     json_object_set_new(o, "lastUsedAt", json_integer(s->last_used_ms));
     json_object_set_new(o, "expiresAt",

@@ -115,6 +115,27 @@ int foreign_rules_set_options(struct foreign_rules *r, const char *list, struct 
 int session_policy_from_params(json_t *params, const struct foreign_rules *foreign,
                                struct fb_policy *p, struct session_params *sp,
                                struct proto_err *e);
+/* May the caller set the typed parameter param, which stands for the run
+ * option opt (foreign: the rules for another uid, NULL for the server's own
+ * uid and root)? 0, or -1 with permission_denied in e. */
+int session_check_field(const struct foreign_rules *r, const char *param, const char *opt,
+                        struct proto_err *e);
+/* sess_secrets.c: session.create's "secrets" (names and hosts), "allowHttp"
+ * and "upstreamCa" into p; then, once p is finished, the secrets' values
+ * (the client's) into the engine's keeping. */
+int sess_secret_fields(json_t *params, const struct foreign_rules *r, struct fb_policy *p,
+                       struct proto_err *e);
+int sess_secrets_load(json_t *params, struct fb_policy *p, struct proto_err *e);
+/* Wipe and remove the real values a request's params carry ("secrets"[].value,
+ * "value"). */
+void sess_secrets_wipe(json_t *params);
+/* A copy of a session's kept params with its secrets' values again, taken
+ * from its policy (session.fork); wipe it once the fork's policy is made. */
+json_t *sess_secrets_refill(json_t *params, const struct fb_policy *orig);
+/* The info object's "secrets" (names and hosts, never values) and
+ * "allowHttp". */
+void sess_secrets_info(const struct fb_policy *p, json_t *o);
+
 /* The policy of a pool sandbox (the default one). */
 int session_pool_policy(struct fb_policy *p, struct fb_err *err);
 

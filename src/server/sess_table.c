@@ -585,7 +585,11 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
     } else {
         publish = NULL;
     }
-    if (session_policy_from_params(params, foreign ? &srv->foreign : NULL, &p, &sp, &e) < 0) {
+    int prc = session_policy_from_params(params, foreign ? &srv->foreign : NULL, &p, &sp, &e);
+    /* The secrets' values are in the engine's keeping now (or refused):
+     * the params, which a session keeps, must not hold them. */
+    sess_secrets_wipe(params);
+    if (prc < 0) {
         policy_free(&p);
         return send_error(c, id, &e);
     }
