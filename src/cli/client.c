@@ -11,6 +11,7 @@
 #include "policy_opts.h"
 #include "client.h"
 #include "pty.h"
+#include "sess_sandbox.h"
 #include "toolchain.h"
 #include "userdir.h"
 
@@ -118,15 +119,21 @@ int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id,
                     struct fb_err *err)
 {
     *id = ++c->next_id;
+    /* A request that may carry a secret's value: our copies go once sent. */
+    bool secret = !strcmp(method, "session.create") || !strcmp(method, "session.grant");
     json_t *req = json_pack("{s:I, s:s, s:o}", "id", (json_int_t)*id, "method", method, "params",
                             params ? params : json_object());
     char *s = json_dumps(req, JSON_COMPACT);
+    if (secret)
+        sess_secrets_wipe(json_object_get(req, "params"));
     json_decref(req);
     if (!s)
         return fb_errf(err, FB_EXIT_SETUP, "cannot encode the request");
     size_t l = strlen(s);
     s[l] = '\n'; /* json_dumps leaves room for the NUL we overwrite */
     int r = fb_write_all(c->fd, s, l + 1);
+    if (secret)
+        explicit_bzero(s, l + 1);
     free(s);
     if (r < 0) {
         /* Refused or gone: the server may have said why before closing. */
@@ -179,6 +186,60 @@ void err_from(json_t *er, struct fb_err *err)
     const char *code = json_string_value(json_object_get(er, "code"));
     const char *msg = json_string_value(json_object_get(er, "message"));
     fb_errf(err, FB_EXIT_SETUP, "%s (%s)", msg ? msg : "error", code ? code : "?");
+}
+
+/* One --secret SPEC as session.create's {name, hosts, value}: the value is
+ * read here, from our own environment or FILE, with the checks `run` makes
+ * (secrets_load), and goes to the server in the request. */
+static json_t *secret_json(const char *spec, struct fb_err *err)
+{
+    struct fb_policy tmp;
+    policy_init(&tmp);
+    if (policy_add_secret(&tmp, spec, err) < 0 ||
+        secrets_load(&tmp, (const char *const *)environ, err) < 0) {
+        policy_free(&tmp);
+        return NULL;
+    }
+    const struct fb_secret *sc = &tmp.secrets[0];
+    json_t *hosts = json_array();
+    for (size_t k = 0; k < sc->nhosts; k++) {
+        const struct fb_allow *a = &sc->hosts[k];
+        json_array_append_new(hosts, a->port ? json_sprintf("%s%s:%u", a->wildcard ? "*." : "",
+                                                            a->name, a->port)
+                                             : json_sprintf("%s%s", a->wildcard ? "*." : "", a->name));
+    }
+    size_t len;
+    const uint8_t *v = secret_value(sc, &len);
+    json_t *o = json_pack("{s:s, s:o, s:s%}", "name", sc->name, "hosts", hosts, "value",
+                          (const char *)v, len);
+    policy_free(&tmp);
+    return o;
+}
+
+int cli_lift_secrets(json_t *params, struct fb_err *err)
+{
+    json_t *opts = json_object_get(params, "options"), *secrets = NULL;
+    for (size_t i = 0; i < json_array_size(opts);) {
+        const char *w = json_string_value(json_array_get(opts, i));
+        if (!w || strcmp(w, "--secret") || i + 1 >= json_array_size(opts)) {
+            i++;
+            continue;
+        }
+        json_t *one = secret_json(json_string_value(json_array_get(opts, i + 1)), err);
+        if (!one) {
+            sess_secrets_wipe(params);
+            json_decref(secrets);
+            return -1;
+        }
+        if (!secrets)
+            secrets = json_array();
+        json_array_append_new(secrets, one);
+        json_array_remove(opts, i + 1);
+        json_array_remove(opts, i);
+    }
+    if (secrets)
+        json_object_set_new(params, "secrets", secrets);
+    return 0;
 }
 
 json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_err *err)
@@ -360,6 +421,13 @@ static int session_create(int argc, char **argv)
     }
     opt_parsed_free(&parsed);
     json_t *params = json_pack("{s:o, s:I}", "options", opts, "ttlMs", (json_int_t)co.ttl);
+    /* --secret: the value is ours (our environment or file), sent as "secrets". */
+    if (cli_lift_secrets(params, &err) < 0) {
+        json_decref(params);
+        json_decref(co.publish);
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
     /* The session's exec finds the python3, node, npm our PATH finds. */
     char cwd[4096];
     struct fb_callenv ce;

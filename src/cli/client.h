@@ -27,6 +27,10 @@ json_t *cli_recv(struct cli *c, struct fb_err *err);
 /* One request, wait for its response; events are ignored. Returns the
  * result (new reference) or NULL with err (the server's message and code). */
 json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_err *err);
+/* session.create params: each "--secret SPEC" of "options" becomes an
+ * element of "secrets" with the value read from our environment or FILE
+ * (the server never reads its own for us). -1 with err (nothing is left). */
+int cli_lift_secrets(json_t *params, struct fb_err *err);
 /* err from a response's error object (exit code 125). */
 void err_from(json_t *er, struct fb_err *err);
 void print_json(json_t *j);

@@ -237,6 +237,12 @@ static int serve_run(const char *sock, json_t *opts, json_t *av)
     struct fb_callenv ce;
     callenv_self(&ce, cwd, sizeof cwd);
     json_object_set_new(params, "caller", callenv_to_json(&ce));
+    if (cli_lift_secrets(params, &err) < 0) {
+        fb_warn("%s", err.msg);
+        json_decref(params);
+        json_decref(av);
+        return FB_EXIT_SETUP;
+    }
     /* Signals wait in the signalfd from here on: one that comes before the
      * command starts is forwarded as soon as it has, and the session is
      * destroyed whatever happens. */
