@@ -5,7 +5,7 @@
 
 /// <reference types="node" />
 
-import type { Fluebox, Limits, PublishedPort, Session, SessionOptions, SnapshotResult } from './index.js';
+import type { Fluebox, GrantResult, GrantSpec, Limits, PublishedPort, Session, SessionOptions, SnapshotResult } from './index.js';
 import { FlueboxError, SandboxDiedError } from './index.js';
 
 export interface ShellResult {
@@ -86,6 +86,10 @@ export interface FlueboxFlueOptions extends Limits {
   idleTimeoutMs?: number;
   options?: string[];
   pool?: boolean;
+  /** Credentials that never enter the sandbox: see SessionOptions.secrets and docs/secrets.md. */
+  secrets?: SessionOptions['secrets'];
+  allowHttp?: SessionOptions['allowHttp'];
+  upstreamCa?: string;
 }
 
 /** The sandbox object: Flue's surface plus a few fluebox properties. */
@@ -112,6 +116,9 @@ export declare class FlueboxSandbox implements FlueSandbox {
   /** Beyond Flue's verbs: reach a server started inside on `port` from the host. */
   publish(port: number, options?: { anyUid?: boolean }): Promise<PublishedPort>;
   unpublish(port: number): Promise<void>;
+  /** Adds a name, an HTTP rule or a secret binding while it runs (the agent inside cannot). */
+  grant(what: GrantSpec, options?: { ttlMs?: number }): Promise<GrantResult>;
+  revoke(what: GrantSpec): Promise<{ kind: string; spec: string }>;
   /** A second sandbox starting from copies of this one's files (no processes). */
   fork(options?: { id?: string }): Promise<FlueboxSandbox>;
   /** Copy-on-write sandboxes: save and restore the workspace layer. */

@@ -74,6 +74,43 @@ export interface SessionOptions extends Limits {
   label?: string | null;
   /** Ports to publish as the session starts: 3000, "8080:3000" or { port, hostPort, anyUid }. */
   publish?: Array<number | string | { port: number; hostPort?: number; anyUid?: boolean }>;
+  /**
+   * Credentials that never enter the sandbox (docs/secrets.md): inside, NAME
+   * holds a stand-in, and the relay puts the real value in requests to the
+   * secret's hosts only. "NAME:HOST[,HOST...]" takes the value from this
+   * process's environment, "NAME=@FILE:HOSTS" from a file (read here, one
+   * trailing line break dropped); an object may give `value` itself. The
+   * hosts must be allowed (allowNet).
+   */
+  secrets?: Array<string | SecretSpec>;
+  /** HTTP rules: "METHODS HOST[:PORT][/PATH-PREFIX]", e.g. "GET,HEAD api.example.com/v1/". */
+  allowHttp?: string | string[];
+  /** A PEM file (on the server host) of CAs also trusted for the inspected hosts' upstream TLS. */
+  upstreamCa?: string;
+}
+
+export interface SecretSpec {
+  name: string;
+  hosts: string[] | string;
+  /** The real value; default: this process's environment variable `name`, or `file`. */
+  value?: string | Buffer;
+  file?: string;
+}
+
+/** What Session.grant / Session.revoke take: exactly one key. */
+export type GrantSpec =
+  | { allowNet: string }
+  | { allowHttp: string }
+  | { secret: string | SecretSpec };
+
+export interface GrantResult {
+  kind: 'allowNet' | 'allowHttp' | 'secret';
+  spec: string;
+  ttlMs: number;
+  /** When the grant lapses (ms since the epoch), or null. */
+  expiresAt: number | null;
+  /** A secret new to the session: its stand-in (not in the session's environment, which was made at its start). */
+  standin?: string;
 }
 
 export interface PublishedPort {
@@ -333,6 +370,11 @@ export declare class Session {
   /** A new session starting from copies of this one's workspace layer, home and /tmp
    * (running processes are not copied). */
   fork(options?: { label?: string | null }): Promise<Session>;
+  /** Adds a name, an HTTP rule or a secret binding to the running session's relay
+   * (the owner only; nothing inside can), for `ttlMs` or for good. */
+  grant(what: GrantSpec, options?: { ttlMs?: number }): Promise<GrantResult>;
+  /** Takes one back. */
+  revoke(what: GrantSpec): Promise<{ kind: string; spec: string }>;
   /** Copy-on-write sessions: save the layer as `name`; put it back. */
   snapshot(name: string): Promise<SnapshotResult>;
   restore(name: string): Promise<{ name: string; restored: true; copyMs: number }>;

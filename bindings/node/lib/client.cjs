@@ -30,7 +30,7 @@ const STREAM_LOW = 1024 * 1024;
 const SESSION_KEYS = new Set([
   'profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
   'network', 'allowNet', 'workspace', 'cow', 'cwd', 'env', 'ttlMs', 'idleTimeoutMs',
-  'options', 'pool', 'label', 'caller', 'publish',
+  'options', 'pool', 'label', 'caller', 'publish', 'secrets', 'allowHttp', 'upstreamCa',
 ]);
 
 /* The variables of the caller's environment fluebox reads to find the
@@ -85,6 +85,62 @@ function toBytes(data) {
   throw new TypeError('data must be a string, a Uint8Array or an ArrayBuffer');
 }
 
+/* A secret's value as read from a file: one trailing line break dropped
+ * (what `fluebox run --secret NAME=@FILE:HOSTS` does). */
+function valueFromFile(file, name) {
+  let v;
+  try {
+    v = require('node:fs').readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new TypeError(`secret ${name}: cannot read ${file}: ${e.code || e.message}`);
+  }
+  if (v.endsWith('\n')) v = v.slice(0, -1);
+  if (v.endsWith('\r')) v = v.slice(0, -1);
+  return v;
+}
+
+/**
+ * One secret as session.create's {name, hosts, value}: the real value is
+ * read here, on the caller's side (its environment, or a file), and sent to
+ * the server; inside the session the variable holds a stand-in. A spec is
+ * 'NAME:HOST[,HOST...]' (the value is env NAME), 'NAME=@FILE:HOST[,HOST...]',
+ * or an object { name, hosts, value?, file? }. Errors name the variable,
+ * never the value.
+ */
+function secretParam(spec, env = process.env, valueOptional = false) {
+  let name;
+  let hosts;
+  let file;
+  let value;
+  if (typeof spec === 'string') {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:=@([^:]+))?:(.+)$/.exec(spec);
+    if (!m) throw new TypeError(`secrets: "${spec}" is not NAME:HOST[,HOST...] or NAME=@FILE:HOST[,HOST...]`);
+    [, name, file] = m;
+    hosts = m[3].split(',');
+  } else if (spec && typeof spec === 'object') {
+    ({ name, hosts, file, value } = spec);
+    if (typeof hosts === 'string') hosts = hosts.split(',');
+    if (typeof name !== 'string' || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new TypeError('secrets: name must be a variable name');
+  } else {
+    throw new TypeError('secrets: each secret is a string NAME:HOSTS or an object { name, hosts, value?, file? }');
+  }
+  if (!Array.isArray(hosts) || !hosts.length || !hosts.every((h) => typeof h === 'string' && h)) {
+    throw new TypeError(`secret ${name}: hosts must be a non-empty list of host patterns`);
+  }
+  if (value === undefined || value === null) {
+    if (file) value = valueFromFile(file, name);
+    else {
+      value = env[name];
+      if (value === undefined && valueOptional) return { name, hosts };
+      if (value === undefined) throw new TypeError(`secret ${name}: the variable ${name} is not set in this process's environment`);
+    }
+  }
+  if (Buffer.isBuffer(value)) value = value.toString('utf8');
+  if (typeof value !== 'string') throw new TypeError(`secret ${name}: value must be a string`);
+  if (!value) throw new TypeError(`secret ${name}: its value is empty`);
+  return { name, hosts, value };
+}
+
 /** Builds session.create params from the friendly options. */
 function sessionParams(opts) {
   checkKeys(opts, SESSION_KEYS, 'createSession');
@@ -103,6 +159,12 @@ function sessionParams(opts) {
   if (opts.ttlMs !== undefined) p.ttlMs = ceilMs(opts.ttlMs, 'ttlMs');
   if (opts.idleTimeoutMs !== undefined) p.idleTimeoutMs = ceilMs(opts.idleTimeoutMs, 'idleTimeoutMs');
   if (typeof p.workspace === 'string') p.workspace = require('node:path').resolve(p.workspace);
+  if (opts.secrets !== undefined && opts.secrets !== null) {
+    if (!Array.isArray(opts.secrets)) throw new TypeError('secrets must be an array');
+    p.secrets = opts.secrets.map((x) => secretParam(x));
+  }
+  if (opts.allowHttp !== undefined) p.allowHttp = typeof opts.allowHttp === 'string' ? [opts.allowHttp] : opts.allowHttp;
+  if (typeof opts.upstreamCa === 'string') p.upstreamCa = require('node:path').resolve(opts.upstreamCa);
   return p;
 }
 
@@ -558,11 +620,61 @@ class Session {
     return new Session(this.fluebox, info.session, info);
   }
 
+  /**
+   * Changes the session's network rules while it runs (the owner only;
+   * nothing inside the session can): one of
+   *   { allowNet: 'name' | '*.name' [':port'] }
+   *   { allowHttp: 'METHODS HOST[:PORT][/PATH-PREFIX]' }
+   *   { secret: 'NAME:HOST[,HOST...]' | 'NAME=@FILE:HOSTS' | { name, hosts, value?, file? } }
+   * A secret's value is read here (this process's environment, or the file);
+   * a secret new to the session gets a stand-in, in the result's `standin`
+   * (the session's environment was made at its start). `ttlMs` limits the
+   * grant's life. Resolves with { kind, spec, ttlMs, expiresAt, standin? }.
+   */
+  async grant(what, opts = {}) {
+    checkKeys(opts, new Set(['ttlMs']), 'grant');
+    const p = grantParams(what, 'grant');
+    if (opts.ttlMs !== undefined) p.ttlMs = ceilMs(opts.ttlMs, 'ttlMs');
+    return this._req('session.grant', p);
+  }
+
+  /** Takes back what grant() gave (or what the session was created with):
+   * the same forms, no value. */
+  async revoke(what) {
+    const p = grantParams(what, 'revoke');
+    delete p.value;
+    return this._req('session.revoke', p);
+  }
+
   /** Saves the copy-on-write layer as `name` (cow sessions). */
   async snapshot(name) { return this._req('session.snapshot', { name }); }
 
   /** Puts the workspace back as it was at snapshot `name`. */
   async restore(name) { return this._req('session.restore', { name }); }
+}
+
+/** session.grant/revoke params from { allowNet } | { allowHttp } | { secret }. */
+function grantParams(what, fn) {
+  if (!what || typeof what !== 'object') throw new TypeError(`${fn}: expected { allowNet }, { allowHttp } or { secret }`);
+  const keys = Object.keys(what).filter((k) => what[k] !== undefined);
+  if (keys.length !== 1 || !['allowNet', 'allowHttp', 'secret'].includes(keys[0])) {
+    throw new TypeError(`${fn}: expected exactly one of allowNet, allowHttp, secret`);
+  }
+  const kind = keys[0];
+  const v = what[kind];
+  if (kind !== 'secret') {
+    if (typeof v !== 'string' || !v) throw new TypeError(`${fn}: ${kind} must be a non-empty string`);
+    return { kind, spec: v };
+  }
+  if (fn === 'revoke') {
+    const name = typeof v === 'string' ? v.replace(/=@[^:]*/, '') : v && `${v.name}:${[].concat(v.hosts).join(',')}`;
+    return { kind, spec: name };
+  }
+  // A secret the session has already needs no value (more hosts for it).
+  const s = secretParam(v, process.env, true);
+  const p = { kind, spec: `${s.name}:${s.hosts.join(',')}` };
+  if (s.value !== undefined) p.value = s.value;
+  return p;
 }
 
 class ExecStream {
@@ -732,4 +844,4 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   };
 }
 
-module.exports = { Fluebox, Session, ExecStream, sessionParams, callerOf, ConnectionError };
+module.exports = { Fluebox, Session, ExecStream, sessionParams, secretParam, callerOf, ConnectionError };

@@ -105,7 +105,12 @@ function dirNameFor(id) {
 
 /** Sessions are reused only when they were made with the same options. */
 function optionsHash(sessionOpts, workspace, cwd) {
-  return crypto.createHash('sha256').update(JSON.stringify([sessionOpts, workspace, cwd])).digest('hex').slice(0, 12);
+  // A secret given with its value counts by its name and hosts: no value in a label.
+  const o = { ...sessionOpts };
+  if (Array.isArray(o.secrets)) {
+    o.secrets = o.secrets.map((x) => (x && typeof x === 'object' ? { name: x.name, hosts: x.hosts, file: x.file } : x));
+  }
+  return crypto.createHash('sha256').update(JSON.stringify([o, workspace, cwd])).digest('hex').slice(0, 12);
 }
 
 // Clients shared by every factory of this process, keyed by how they connect:
@@ -135,6 +140,7 @@ const FACTORY_KEYS = new Set([
   'workspace', 'workspaceRoot', 'cwd', 'shell', 'reuse',
   'profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
   'network', 'allowNet', 'env', 'ttlMs', 'idleTimeoutMs', 'options', 'pool',
+  'secrets', 'allowHttp', 'upstreamCa',
 ]);
 
 /**
@@ -150,7 +156,8 @@ function fluebox(options = {}) {
   for (const k of ['socket', 'binary', 'private', 'serverArgs', 'serverUid']) if (o[k] !== undefined) connectOpts[k] = o[k];
   const sessionOpts = {};
   for (const k of ['profile', 'limits', 'memory', 'cpus', 'pids', 'disk', 'nofile', 'fsize', 'timeoutMs',
-    'network', 'allowNet', 'env', 'ttlMs', 'idleTimeoutMs', 'options', 'pool']) {
+    'network', 'allowNet', 'env', 'ttlMs', 'idleTimeoutMs', 'options', 'pool',
+    'secrets', 'allowHttp', 'upstreamCa']) {
     if (o[k] !== undefined) sessionOpts[k] = o[k];
   }
   const cwd = o.cwd || '/workspace';
@@ -393,6 +400,18 @@ class FlueboxSandbox {
 
   unpublish(port) {
     return this._call('unpublish', (s) => s.unpublish(port));
+  }
+
+  /** Adds a name, an HTTP rule or a secret binding to the sandbox's network
+   * rules while it runs ({ allowNet } | { allowHttp } | { secret }, optional
+   * { ttlMs }); the agent inside cannot. Session.grant in the client. */
+  grant(what, options) {
+    return this._call('grant', (s) => s.grant(what, options || {}));
+  }
+
+  /** Takes back a grant (or a rule the sandbox was created with). */
+  revoke(what) {
+    return this._call('revoke', (s) => s.revoke(what));
   }
 
   /** A second sandbox that starts as a copy of this one's files (its

@@ -7,6 +7,7 @@ import math
 import os
 import posixpath
 import queue
+import re
 import secrets
 import shutil
 import stat as _stat
@@ -220,6 +221,9 @@ def session_params(
     label: Optional[str] = None,
     caller: Union[bool, Mapping[str, Any], None] = True,
     publish: Optional[Sequence[Union[int, str, Mapping[str, Any]]]] = None,
+    secrets: Optional[Sequence[Union[str, Mapping[str, Any]]]] = None,
+    allow_http: Union[str, Sequence[str], None] = None,
+    upstream_ca: Union[str, "os.PathLike[str]", None] = None,
 ) -> Dict[str, Any]:
     """session.create parameters. Durations are in seconds (``timeout`` is the
     default timeout of each exec; ``ttl`` and ``idle_timeout`` the session's).
@@ -227,7 +231,13 @@ def session_params(
     default) this process's (see caller_of), a mapping {"path", "cwd", "env"}
     to give them, False or None for the system's only. ``publish``: ports to
     publish as the session starts, each 3000, "8080:3000" or {"port",
-    "hostPort", "anyUid"} (docs/protocol.md, session.publish)."""
+    "hostPort", "anyUid"} (docs/protocol.md, session.publish).
+    ``secrets``: credentials that never enter the sandbox (docs/secrets.md),
+    each "NAME:HOST[,HOST...]" (the value is this process's environment
+    variable NAME), "NAME=@FILE:HOSTS" (read from FILE here) or a mapping
+    {"name", "hosts", "value"?, "file"?}; ``allow_http``: HTTP rules
+    "METHODS HOST[:PORT][/PATH-PREFIX]"; ``upstream_ca``: a PEM file also
+    trusted for the inspected hosts' upstream TLS."""
     p: Dict[str, Any] = {}
     lim: Dict[str, Any] = dict(limits or {})
     for k, wire in _LIMIT_KEYS.items():
@@ -271,6 +281,116 @@ def session_params(
         p["caller"] = dict(caller)
     if publish is not None:
         p["publish"] = [dict(x) if isinstance(x, Mapping) else x for x in publish]
+    if secrets is not None:
+        if isinstance(secrets, (str, Mapping)):
+            secrets = [secrets]  # type: ignore[list-item]
+        p["secrets"] = [secret_param(x) for x in secrets]
+    if allow_http is not None:
+        p["allowHttp"] = [allow_http] if isinstance(allow_http, str) else list(allow_http)
+    if upstream_ca is not None:
+        p["upstreamCa"] = os.path.abspath(os.fspath(upstream_ca))
+    return p
+
+
+_SECRET_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=@([^:]+))?:(.+)$")
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _value_from_file(path: str, name: str) -> str:
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            v = f.read()
+    except OSError as e:
+        raise ValueError("secret %s: cannot read %s: %s" % (name, path, e.strerror)) from None
+    if v.endswith("\n"):
+        v = v[:-1]
+    if v.endswith("\r"):
+        v = v[:-1]
+    return v
+
+
+def secret_param(spec: Union[str, Mapping[str, Any]], environ: Optional[Mapping[str, str]] = None,
+                 value_optional: bool = False) -> Dict[str, Any]:
+    """One secret as session.create's {"name", "hosts", "value"}: the real
+    value is read here, on the caller's side (``environ``, default
+    os.environ, or the file), never by the server. Errors name the variable,
+    never the value. ``value_optional``: a variable that is not set gives no
+    "value" (session.grant of more hosts for a secret the session has)."""
+    environ = os.environ if environ is None else environ
+    value: Any = None
+    file: Optional[str] = None
+    if isinstance(spec, str):
+        m = _SECRET_RE.match(spec)
+        if not m:
+            raise ValueError("secrets: %r is not NAME:HOST[,HOST...] or NAME=@FILE:HOST[,HOST...]"
+                             % spec)
+        name, file, hosts_s = m.group(1), m.group(2), m.group(3)
+        hosts: Any = hosts_s.split(",")
+    elif isinstance(spec, Mapping):
+        name = spec.get("name")
+        hosts = spec.get("hosts")
+        value = spec.get("value")
+        file = spec.get("file")
+        if isinstance(hosts, str):
+            hosts = hosts.split(",")
+        if not isinstance(name, str) or not _NAME_RE.match(name):
+            raise ValueError("secrets: name must be a variable name")
+    else:
+        raise TypeError("secrets: each secret is a string NAME:HOSTS or a mapping "
+                        "{name, hosts, value?, file?}")
+    if not isinstance(hosts, (list, tuple)) or not hosts or \
+            not all(isinstance(h, str) and h for h in hosts):
+        raise ValueError("secret %s: hosts must be a non-empty list of host patterns" % name)
+    if value is None:
+        if file:
+            value = _value_from_file(os.fspath(file), name)
+        else:
+            value = environ.get(name)
+            if value is None:
+                if value_optional:
+                    return {"name": name, "hosts": list(hosts)}
+                raise ValueError("secret %s: the variable %s is not set in this process's "
+                                 "environment" % (name, name))
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8")
+    if not isinstance(value, str):
+        raise TypeError("secret %s: value must be a string" % name)
+    if not value:
+        raise ValueError("secret %s: its value is empty" % name)
+    return {"name": name, "hosts": list(hosts), "value": value}
+
+
+def grant_params(fn: str, allow_net: Optional[str] = None, allow_http: Optional[str] = None,
+                 secret: Union[str, Mapping[str, Any], None] = None,
+                 ttl: Optional[float] = None) -> Dict[str, Any]:
+    """session.grant / session.revoke parameters: exactly one of allow_net
+    (a name or pattern), allow_http (an HTTP rule), secret (as in
+    session_params' secrets); ``ttl`` in seconds (grant only)."""
+    given = [(k, v) for k, v in (("allowNet", allow_net), ("allowHttp", allow_http),
+                                 ("secret", secret)) if v is not None]
+    if len(given) != 1:
+        raise TypeError("%s: give exactly one of allow_net, allow_http, secret" % fn)
+    kind, v = given[0]
+    p: Dict[str, Any] = {"kind": kind}
+    if kind != "secret":
+        if not isinstance(v, str) or not v:
+            raise TypeError("%s: %s must be a non-empty string" % (fn, kind))
+        p["spec"] = v
+    elif fn == "revoke":
+        if isinstance(v, str):
+            p["spec"] = re.sub(r"=@[^:]*", "", v, count=1)
+        else:
+            h = v.get("hosts")
+            p["spec"] = "%s:%s" % (v.get("name"), h if isinstance(h, str) else ",".join(h or []))
+    else:
+        sp = secret_param(v, value_optional=True)
+        p["spec"] = "%s:%s" % (sp["name"], ",".join(sp["hosts"]))
+        if "value" in sp:
+            p["value"] = sp["value"]
+    if ttl is not None:
+        if fn != "grant":
+            raise TypeError("revoke takes no ttl")
+        p["ttlMs"] = ceil_ms(ttl, what="ttl")
     return p
 
 

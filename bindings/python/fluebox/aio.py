@@ -521,6 +521,19 @@ class AsyncSession:
         info = await self._req("session.fork", **({"label": label} if label is not None else {}))
         return AsyncSession(self.fluebox, info["session"], info)
 
+    async def grant(self, *, allow_net: Optional[str] = None, allow_http: Optional[str] = None,
+                    secret: Union[str, Mapping[str, Any], None] = None,
+                    ttl: Optional[float] = None) -> Dict[str, Any]:
+        """As Session.grant."""
+        return await self._req("session.grant", **C.grant_params("grant", allow_net, allow_http,
+                                                                  secret, ttl))
+
+    async def revoke(self, *, allow_net: Optional[str] = None, allow_http: Optional[str] = None,
+                     secret: Union[str, Mapping[str, Any], None] = None) -> Dict[str, Any]:
+        """As Session.revoke."""
+        return await self._req("session.revoke", **C.grant_params("revoke", allow_net,
+                                                                   allow_http, secret))
+
     async def snapshot(self, name: str) -> Dict[str, Any]:
         return await self._req("session.snapshot", name=name)
 

@@ -316,7 +316,8 @@ class Fluebox:
         allow_net, workspace, cow, cwd, env, ttl, idle_timeout (seconds),
         options (extra `fluebox run` flags), pool, label, publish (ports to
         publish at once), caller (whose python3/node/npm exec finds: this
-        process's by default)."""
+        process's by default), secrets, allow_http, upstream_ca (credentials
+        that never enter: docs/secrets.md)."""
         info = self.request("session.create", C.session_params(profile, **options))
         return Session(self, info["session"], info)
 
@@ -573,6 +574,27 @@ class Session:
         this one's)."""
         info = self._req("session.fork", **({"label": label} if label is not None else {}))
         return Session(self.fluebox, info["session"], info)
+
+    # -- run-time network rules (docs/protocol.md 4.20, docs/secrets.md) --
+
+    def grant(self, *, allow_net: Optional[str] = None, allow_http: Optional[str] = None,
+              secret: Union[str, Mapping[str, Any], None] = None,
+              ttl: Optional[float] = None) -> Dict[str, Any]:
+        """Adds to the running session's network rules (its owner only;
+        nothing inside the session can): exactly one of ``allow_net`` (a
+        name or pattern), ``allow_http`` (an HTTP rule), ``secret`` (as in
+        create_session's secrets: the value is read here). ``ttl``: seconds
+        until it lapses. Returns {"kind", "spec", "ttlMs", "expiresAt",
+        "standin"?}: a secret new to the session gets a stand-in there (the
+        session's environment was made at its start)."""
+        return self._req("session.grant", **C.grant_params("grant", allow_net, allow_http,
+                                                            secret, ttl))
+
+    def revoke(self, *, allow_net: Optional[str] = None, allow_http: Optional[str] = None,
+               secret: Union[str, Mapping[str, Any], None] = None) -> Dict[str, Any]:
+        """Takes back a grant (or a rule the session was created with)."""
+        return self._req("session.revoke", **C.grant_params("revoke", allow_net, allow_http,
+                                                             secret))
 
     def snapshot(self, name: str) -> Dict[str, Any]:
         """Saves the copy-on-write layer (sessions created with ``cow=True``)
