@@ -16,19 +16,27 @@ BENCH_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -Werror
 
 .PHONY: bench bench-quick bench-setup bench-build
 
-bench-build: $(BENCH_HARNESS)
+BENCH_TLS_SOURCE := $(BENCH_DIR)/build/fbtls-source
+
+bench-build: $(BENCH_HARNESS) $(BENCH_TLS_SOURCE)
 
 $(BENCH_HARNESS): $(BENCH_DIR)/fbbench.c
 	@mkdir -p $(dir $@)
 	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -lm
 
+# The HTTPS server of the interception rows (bench/tls.py): OpenSSL's libssl,
+# which fluebox links already (dynamically here: it is a test harness).
+$(BENCH_TLS_SOURCE): $(BENCH_DIR)/tls_source.c
+	@mkdir -p $(dir $@)
+	$(BENCH_CC) $(BENCH_CFLAGS) -o $@ $< -lssl -lcrypto
+
 bench-setup:
 	@command -v bwrap >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y bubblewrap
 
-bench: $(BENCH_HARNESS) fluebox bench-setup
+bench: $(BENCH_HARNESS) $(BENCH_TLS_SOURCE) fluebox bench-setup
 	$(BENCH_DIR)/run.sh
 
-bench-quick: $(BENCH_HARNESS) fluebox bench-setup
+bench-quick: $(BENCH_HARNESS) $(BENCH_TLS_SOURCE) fluebox bench-setup
 	$(BENCH_DIR)/run.sh --quick
 
 # After a full `make bench`: bench/RESULTS.md and RESULTS.json become that

@@ -7,7 +7,7 @@
 # bench/results/latest.json (the same numbers, machine-readable), and prints
 # the tables. Never asserts anything: the targets are reported, not enforced.
 #
-# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions fork mcp egress engines"]
+# Usage: bench/run.sh [--quick] [--only "cold python node throughput rss sessions fork mcp egress engines tls"]
 #                     [--fluebox PATH] [--out DIR]
 #   --quick   fewer repetitions (a smoke run; numbers are noisier)
 #
@@ -22,7 +22,7 @@ FLUEBOX=${FLUEBOX:-$ROOT/fluebox}
 OUT=$HERE/results
 FBBENCH=$HERE/build/fbbench
 QUICK=0
-BENCH_GROUPS="cold cold_idle python node throughput rss sessions fork mcp egress engines"
+BENCH_GROUPS="cold cold_idle python node throughput rss sessions fork mcp egress engines tls"
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -44,8 +44,10 @@ FLUEBOX=$(cd "$(dirname "$FLUEBOX")" && pwd)/$(basename "$FLUEBOX")
 # Repetitions: enough for a stable median and a meaningful p99 on a noisy
 # 2-core machine; --quick divides them.
 R_COLD=300 R_IDLE=40 R_PY=60 R_NODE=40 SECONDS_TP=5 R_RSS=5 R_SESS=30 R_EGRESS=15 R_FORK=20 R_MCP=300 R_ENG=20
+R_TLS=15
 if [ "$QUICK" = 1 ]; then
     R_COLD=40 R_IDLE=8 R_PY=10 R_NODE=8 SECONDS_TP=2 R_RSS=2 R_SESS=6 R_EGRESS=4 R_FORK=4 R_MCP=40 R_ENG=5
+    R_TLS=3
 fi
 
 # ---- setup ---------------------------------------------------------------
@@ -364,6 +366,25 @@ group_egress() {
     kill -TERM "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
     rm -rf "$dir"
+}
+
+# The relay with interception (issue 24): requests/s and MB/s through an
+# inspected HTTPS host (a --secret for it) against direct TLS to the same
+# local server and against the relay passing TLS end to end (bench/tls.py,
+# with bench/tls_source.c as the server).
+group_tls() {
+    local title="relay with interception: HTTPS requests/s and MB/s"
+    if ! "$FLUEBOX" run --help 2>&1 | grep -q -- --secret; then
+        skip "$title" "this build has no --secret"
+        return
+    fi
+    if [ -z "$PYTHON" ] || ! command -v curl >/dev/null || ! command -v openssl >/dev/null ||
+        [ ! -x "$HERE/build/fbtls-source" ]; then
+        skip "$title" "needs python3, curl, openssl and bench/build/fbtls-source"
+        return
+    fi
+    "$PYTHON" "$HERE/tls.py" --fluebox "$FLUEBOX" --source "$HERE/build/fbtls-source" --reps "$R_TLS" \
+        --json "$JSONL" --md "$MD" || echo "bench: group \"$title\" failed" >&2
 }
 
 # ---- run ------------------------------------------------------------------
