@@ -286,9 +286,53 @@ int apply_limits(struct ld *l, struct fb_policy *p, json_t *lim)
     return 0;
 }
 
+/* network.secrets (["NAME:HOSTS", "NAME=@FILE:HOSTS"], as --secret: the
+ * value comes from the caller, never from the profile), network.http
+ * (["METHODS HOST[/PREFIX]"], as --allow-http) and network.upstream_ca (a
+ * file, as --upstream-ca). docs/secrets.md. */
+static int apply_inspection(struct ld *l, struct fb_policy *p, json_t *net)
+{
+    static const struct {
+        const char *key, *what;
+        int (*add)(struct fb_policy *, const char *, struct fb_err *);
+    } lists[] = {
+        {"secrets", "a secret \"NAME:HOST[,HOST...]\"", policy_add_secret},
+        {"http", "an HTTP rule \"METHODS HOST[:PORT][/PATH-PREFIX]\"", policy_add_http_rule},
+    };
+    for (size_t k = 0; k < FB_ARRAY_LEN(lists); k++) {
+        char path[64];
+        snprintf(path, sizeof path, "network.%s", lists[k].key);
+        json_t *j = json_object_get(net, lists[k].key), *e;
+        if (!j)
+            continue;
+        if (want_type(l, path, j, JSON_ARRAY, "an array") < 0)
+            return -1;
+        size_t i;
+        json_array_foreach(j, i, e) {
+            char ip[256];
+            idx_path(ip, sizeof ip, path, i);
+            if (want_type(l, ip, e, JSON_STRING, lists[k].what) < 0)
+                return -1;
+            struct fb_err e2 = {0};
+            if (lists[k].add(p, json_string_value(e), &e2) < 0)
+                return perr(l, ip, "%s", e2.msg);
+        }
+    }
+    json_t *j = json_object_get(net, "upstream_ca");
+    if (j) {
+        if (want_type(l, "network.upstream_ca", j, JSON_STRING, "a file path") < 0)
+            return -1;
+        struct fb_err e2 = {0};
+        if (policy_set_upstream_ca(p, json_string_value(j), &e2) < 0)
+            return perr(l, "network.upstream_ca", "%s", e2.msg);
+    }
+    return 0;
+}
+
 int apply_network(struct ld *l, struct fb_policy *p, json_t *net)
 {
-    static const char *const keys[] = {"mode", "allow", "host_allowed", "comment", NULL};
+    static const char *const keys[] = {"mode",  "allow",       "host_allowed", "secrets",
+                                       "http",  "upstream_ca", "comment",      NULL};
     if (want_type(l, "network", net, JSON_OBJECT, "an object") < 0 ||
         check_keys(l, "network", net, keys) < 0 || get_comment(l, "network", net, NULL) < 0)
         return -1;
@@ -327,6 +371,8 @@ int apply_network(struct ld *l, struct fb_policy *p, json_t *net)
             }
         }
     }
+    if (apply_inspection(l, p, net) < 0)
+        return -1;
     if (p->net == FB_NET_HOST && !p->net_host_allowed)
         return perr(l, "network.mode", "\"host\" needs \"host_allowed\": true");
     if (p->net == FB_NET_HOST && p->nallow)

@@ -113,10 +113,10 @@ function secretParam(spec, env = process.env, valueOptional = false) {
   let file;
   let value;
   if (typeof spec === 'string') {
-    const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:=@([^:]+))?:(.+)$/.exec(spec);
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:=@([^:]+))?(?::(.+))?$/.exec(spec);
     if (!m) throw new TypeError(`secrets: "${spec}" is not NAME:HOST[,HOST...] or NAME=@FILE:HOST[,HOST...]`);
     [, name, file] = m;
-    hosts = m[3].split(',');
+    hosts = m[3] === undefined ? null : m[3].split(',');
   } else if (spec && typeof spec === 'object') {
     ({ name, hosts, file, value } = spec);
     if (typeof hosts === 'string') hosts = hosts.split(',');
@@ -124,21 +124,23 @@ function secretParam(spec, env = process.env, valueOptional = false) {
   } else {
     throw new TypeError('secrets: each secret is a string NAME:HOSTS or an object { name, hosts, value?, file? }');
   }
-  if (!Array.isArray(hosts) || !hosts.length || !hosts.every((h) => typeof h === 'string' && h)) {
+  // No hosts: the value of a secret the session's profile names.
+  if (hosts !== null && hosts !== undefined &&
+      (!Array.isArray(hosts) || !hosts.length || !hosts.every((h) => typeof h === 'string' && h))) {
     throw new TypeError(`secret ${name}: hosts must be a non-empty list of host patterns`);
   }
   if (value === undefined || value === null) {
     if (file) value = valueFromFile(file, name);
     else {
       value = env[name];
-      if (value === undefined && valueOptional) return { name, hosts };
+      if (value === undefined && valueOptional) return hosts ? { name, hosts } : { name };
       if (value === undefined) throw new TypeError(`secret ${name}: the variable ${name} is not set in this process's environment`);
     }
   }
   if (Buffer.isBuffer(value)) value = value.toString('utf8');
   if (typeof value !== 'string') throw new TypeError(`secret ${name}: value must be a string`);
   if (!value) throw new TypeError(`secret ${name}: its value is empty`);
-  return { name, hosts, value };
+  return hosts ? { name, hosts, value } : { name, value };
 }
 
 /** Builds session.create params from the friendly options. */
@@ -667,11 +669,13 @@ function grantParams(what, fn) {
     return { kind, spec: v };
   }
   if (fn === 'revoke') {
-    const name = typeof v === 'string' ? v.replace(/=@[^:]*/, '') : v && `${v.name}:${[].concat(v.hosts).join(',')}`;
+    const name = typeof v === 'string' ? v.replace(/=@[^:]*/, '')
+      : v && (v.hosts ? `${v.name}:${[].concat(v.hosts).join(',')}` : v.name);
     return { kind, spec: name };
   }
   // A secret the session has already needs no value (more hosts for it).
   const s = secretParam(v, process.env, true);
+  if (!s.hosts) throw new TypeError(`${fn}: secret ${s.name}: which hosts? (NAME:HOST[,HOST...])`);
   const p = { kind, spec: `${s.name}:${s.hosts.join(',')}` };
   if (s.value !== undefined) p.value = s.value;
   return p;

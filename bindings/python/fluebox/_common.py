@@ -292,7 +292,7 @@ def session_params(
     return p
 
 
-_SECRET_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=@([^:]+))?:(.+)$")
+_SECRET_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:=@([^:]+))?(?::(.+))?$")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -325,7 +325,7 @@ def secret_param(spec: Union[str, Mapping[str, Any]], environ: Optional[Mapping[
             raise ValueError("secrets: %r is not NAME:HOST[,HOST...] or NAME=@FILE:HOST[,HOST...]"
                              % spec)
         name, file, hosts_s = m.group(1), m.group(2), m.group(3)
-        hosts: Any = hosts_s.split(",")
+        hosts: Any = hosts_s.split(",") if hosts_s is not None else None
     elif isinstance(spec, Mapping):
         name = spec.get("name")
         hosts = spec.get("hosts")
@@ -338,8 +338,9 @@ def secret_param(spec: Union[str, Mapping[str, Any]], environ: Optional[Mapping[
     else:
         raise TypeError("secrets: each secret is a string NAME:HOSTS or a mapping "
                         "{name, hosts, value?, file?}")
-    if not isinstance(hosts, (list, tuple)) or not hosts or \
-            not all(isinstance(h, str) and h for h in hosts):
+    # No hosts: the value of a secret the session's profile names.
+    if hosts is not None and (not isinstance(hosts, (list, tuple)) or not hosts or
+                              not all(isinstance(h, str) and h for h in hosts)):
         raise ValueError("secret %s: hosts must be a non-empty list of host patterns" % name)
     if value is None:
         if file:
@@ -348,7 +349,7 @@ def secret_param(spec: Union[str, Mapping[str, Any]], environ: Optional[Mapping[
             value = environ.get(name)
             if value is None:
                 if value_optional:
-                    return {"name": name, "hosts": list(hosts)}
+                    return {"name": name, "hosts": list(hosts)} if hosts else {"name": name}
                 raise ValueError("secret %s: the variable %s is not set in this process's "
                                  "environment" % (name, name))
     if isinstance(value, (bytes, bytearray)):
@@ -357,7 +358,10 @@ def secret_param(spec: Union[str, Mapping[str, Any]], environ: Optional[Mapping[
         raise TypeError("secret %s: value must be a string" % name)
     if not value:
         raise ValueError("secret %s: its value is empty" % name)
-    return {"name": name, "hosts": list(hosts), "value": value}
+    out: Dict[str, Any] = {"name": name, "value": value}
+    if hosts is not None:
+        out["hosts"] = list(hosts)
+    return out
 
 
 def grant_params(fn: str, allow_net: Optional[str] = None, allow_http: Optional[str] = None,
@@ -381,9 +385,11 @@ def grant_params(fn: str, allow_net: Optional[str] = None, allow_http: Optional[
             p["spec"] = re.sub(r"=@[^:]*", "", v, count=1)
         else:
             h = v.get("hosts")
-            p["spec"] = "%s:%s" % (v.get("name"), h if isinstance(h, str) else ",".join(h or []))
+            p["spec"] = v.get("name") if not h else "%s:%s" % (v.get("name"), h if isinstance(h, str) else ",".join(h))
     else:
         sp = secret_param(v, value_optional=True)
+        if "hosts" not in sp:
+            raise TypeError("grant: secret %s: which hosts? (NAME:HOST[,HOST...])" % sp["name"])
         p["spec"] = "%s:%s" % (sp["name"], ",".join(sp["hosts"]))
         if "value" in sp:
             p["value"] = sp["value"]
