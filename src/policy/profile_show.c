@@ -11,6 +11,60 @@
 
 /* ---- the effective policy as a profile ---- */
 
+static void pattern_cat(char *buf, size_t cap, const struct fb_allow *a)
+{
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%s%s", a->wildcard ? "*." : "", a->name);
+    n = strlen(buf);
+    if (a->port)
+        snprintf(buf + n, cap - n, ":%u", a->port);
+}
+
+/* network.secrets / http / upstream_ca, when the policy has them (names
+ * and hosts: a value is never in a policy's text). */
+static void inspection_json(const struct fb_policy *p, json_t *net)
+{
+    static const char *const mnames[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE",
+                                         "OPTIONS"};
+    char buf[1024];
+    if (p->nsecrets) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < p->nsecrets; i++) {
+            const struct fb_secret *sc = &p->secrets[i];
+            snprintf(buf, sizeof buf, "%s%s%s:", sc->name, sc->file ? "=@" : "",
+                     sc->file ? sc->file : "");
+            for (size_t k = 0; k < sc->nhosts; k++) {
+                if (k)
+                    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), ",");
+                pattern_cat(buf, sizeof buf, &sc->hosts[k]);
+            }
+            json_array_append_new(a, json_string(buf));
+        }
+        json_object_set_new(net, "secrets", a);
+    }
+    if (p->nhttp_rules) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < p->nhttp_rules; i++) {
+            const struct fb_http_rule *r = &p->http_rules[i];
+            buf[0] = 0;
+            if (r->methods == FB_HTTP_ANY)
+                snprintf(buf, sizeof buf, "*");
+            for (size_t k = 0; r->methods != FB_HTTP_ANY && k < FB_ARRAY_LEN(mnames); k++)
+                if (r->methods & (1u << k))
+                    snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s%s", *buf ? "," : "",
+                             mnames[k]);
+            snprintf(buf + strlen(buf), sizeof buf - strlen(buf), " ");
+            pattern_cat(buf, sizeof buf, &r->host);
+            if (r->prefix && strcmp(r->prefix, "/"))
+                snprintf(buf + strlen(buf), sizeof buf - strlen(buf), "%s", r->prefix);
+            json_array_append_new(a, json_string(buf));
+        }
+        json_object_set_new(net, "http", a);
+    }
+    if (p->upstream_ca)
+        json_object_set_new(net, "upstream_ca", json_string(p->upstream_ca));
+}
+
 static json_t *size_json(int64_t v)
 {
     if (v < 0)
@@ -262,6 +316,7 @@ char *profile_to_json(const struct fb_policy *p)
     }
     json_object_set_new(net, "allow", allow);
     json_object_set_new(net, "host_allowed", json_boolean(p->net_host_allowed));
+    inspection_json(p, net);
     json_object_set_new(o, "network", net);
 
     json_t *ns = json_object();
