@@ -191,7 +191,7 @@ void err_from(json_t *er, struct fb_err *err)
 /* One --secret SPEC as session.create's {name, hosts, value}: the value is
  * read here, from our own environment or FILE, with the checks `run` makes
  * (secrets_load), and goes to the server in the request. */
-static json_t *secret_json(const char *spec, struct fb_err *err)
+json_t *cli_secret_json(const char *spec, struct fb_err *err)
 {
     struct fb_policy tmp;
     policy_init(&tmp);
@@ -225,7 +225,7 @@ int cli_lift_secrets(json_t *params, struct fb_err *err)
             i++;
             continue;
         }
-        json_t *one = secret_json(json_string_value(json_array_get(opts, i + 1)), err);
+        json_t *one = cli_secret_json(json_string_value(json_array_get(opts, i + 1)), err);
         if (!one) {
             sess_secrets_wipe(params);
             json_decref(secrets);
@@ -467,6 +467,8 @@ static const char session_usage[] =
     "       fluebox session publish [--any-uid] ID [HOSTPORT:]PORT | unpublish ID PORT\n"
     "       fluebox session diff [--json] ID [PATH...] | commit [--force] ID [PATH...] | reset ID\n"
     "       fluebox session fork [--label L] ID | snapshot ID NAME | restore ID NAME\n"
+    "       fluebox session grant [--ttl DURATION] ID allow-net|allow-http|secret SPEC\n"
+    "       fluebox session revoke ID allow-net|allow-http|secret SPEC\n"
     "All take --socket PATH; fluebox session SUBCOMMAND --help lists each one's options.\n"
     "See docs/server.md.\n";
 
@@ -512,7 +514,8 @@ int cmd_session(int argc, char **argv)
         return more;
     if (!ls && !info && strcmp(sub, "rm") && strcmp(sub, "destroy")) {
         fb_warn("session: unknown subcommand \"%s\" (create, rm, ls, info, publish, unpublish, "
-                "diff, commit, reset, fork, snapshot, restore; see fluebox session --help)", sub);
+                "diff, commit, reset, fork, snapshot, restore, grant, revoke; see fluebox session "
+                "--help)", sub);
         return FB_EXIT_SETUP;
     }
     char cmd[32], usage[160];

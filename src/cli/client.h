@@ -31,6 +31,9 @@ json_t *cli_call(struct cli *c, const char *method, json_t *params, struct fb_er
  * element of "secrets" with the value read from our environment or FILE
  * (the server never reads its own for us). -1 with err (nothing is left). */
 int cli_lift_secrets(json_t *params, struct fb_err *err);
+/* One --secret SPEC as {"name", "hosts", "value"}, the value read here (our
+ * environment or FILE), or NULL with err. */
+json_t *cli_secret_json(const char *spec, struct fb_err *err);
 /* err from a response's error object (exit code 125). */
 void err_from(json_t *er, struct fb_err *err);
 void print_json(json_t *j);

@@ -7,15 +7,25 @@
  *   fluebox session reset ID
  *   fluebox session fork [--label L] [--json] ID   prints the new session's id
  *   fluebox session snapshot ID NAME | restore ID NAME
+ *   fluebox session grant [--ttl DURATION] ID allow-net|allow-http|secret SPEC
+ *   fluebox session revoke ID allow-net|allow-http|secret SPEC
  * Each is one request of the protocol (session.publish, workspace.diff,
  * ...); errors are one line on stderr and exit status 125. */
 #include "client.h"
+#include "sess_sandbox.h"
 
 #include <string.h>
 
 static int set_label(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     ((struct copts *)ctx)->label = v;
+    return 0;
+}
+
+static int set_ttl(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    if (fb_parse_duration_ms(v, &((struct copts *)ctx)->ttl) < 0 || ((struct copts *)ctx)->ttl <= 0)
+        return fb_errf(err, FB_EXIT_SETUP, "--ttl %s: expected a duration such as 10m", v);
     return 0;
 }
 
@@ -54,6 +64,8 @@ const struct fb_opt ws_opts[] = {
      "commit: apply even with conflicts", NULL},
     {"label", 0, FB_ARG_VALUE, "TEXT", FB_OPT_ANY, set_label,
      "fork: the new session's label (default: the original's)", NULL},
+    {"ttl", 0, FB_ARG_VALUE, "DURATION", FB_OPT_ANY, set_ttl,
+     "grant: it lapses after this long (default: it stays until revoked)", NULL},
 };
 const size_t ws_opts_n = FB_ARRAY_LEN(ws_opts);
 
@@ -90,7 +102,65 @@ static const struct sub subs[] = {
      "Puts the session's workspace back as it was at snapshot NAME (commands already\n"
      "running keep the files they have open).",
      1, 1},
+    {"grant", "ID allow-net|allow-http|secret SPEC",
+     "Adds to the running session's network rules (docs/secrets.md): an allowed name\n"
+     "(as --allow-net), an HTTP rule (as --allow-http) or a secret NAME:HOSTS whose value\n"
+     "is read here from the environment variable NAME (or NAME=@FILE:HOSTS); a secret\n"
+     "new to the session prints its stand-in. --ttl: it lapses after that long.",
+     2, 2},
+    {"revoke", "ID allow-net|allow-http|secret SPEC",
+     "Takes back a grant, or a rule the session was created with (secret NAME: all of it).",
+     2, 2},
 };
+
+/* session grant/revoke's params: kind, spec and a secret's value (read
+ * here; none when the variable is not set: more hosts for a secret the
+ * session has). 0, or -1 with err. */
+static int grant_params(json_t *params, bool grant, int64_t ttl, char **args, struct fb_err *err)
+{
+    static const char *const kinds[][2] = {
+        {"allow-net", "allowNet"}, {"allow-http", "allowHttp"}, {"secret", "secret"}};
+    size_t k = 0;
+    while (k < FB_ARRAY_LEN(kinds) && strcmp(kinds[k][0], args[0]))
+        k++;
+    if (k == FB_ARRAY_LEN(kinds))
+        return fb_errf(err, FB_EXIT_SETUP, "expected allow-net, allow-http or secret, not %s",
+                       args[0]);
+    json_object_set_new(params, "kind", json_string(kinds[k][1]));
+    if (ttl > 0)
+        json_object_set_new(params, "ttlMs", json_integer(ttl));
+    if (strcmp(args[0], "secret")) {
+        json_object_set_new(params, "spec", json_string(args[1]));
+        return 0;
+    }
+    size_t nl = strcspn(args[1], ":=");
+    cleanup_free char *name = fb_xstrndup(args[1], nl);
+    bool file = args[1][nl] == '=';
+    if (!grant || (!file && !getenv(name))) {
+        /* No value: the spec without a file. */
+        const char *rest = file ? strchr(args[1] + nl, ':') : args[1] + nl;
+        cleanup_free char *spec = fb_xasprintf("%s%s", name, rest ? rest : "");
+        json_object_set_new(params, "spec", json_string(spec));
+        return 0;
+    }
+    json_t *one = cli_secret_json(args[1], err);
+    if (!one)
+        return -1;
+    json_t *hosts = json_object_get(one, "hosts"), *h;
+    size_t i;
+    cleanup_free char *spec = fb_xasprintf("%s:", name);
+    json_array_foreach(hosts, i, h)
+    {
+        char *more = fb_xasprintf("%s%s%s", spec, i ? "," : "", json_string_value(h));
+        free(spec);
+        spec = more;
+    }
+    json_object_set_new(params, "spec", json_string(spec));
+    json_object_set(params, "value", json_object_get(one, "value"));
+    sess_secrets_wipe(one);
+    json_decref(one);
+    return 0;
+}
 
 static json_t *paths_of(int argc, char **argv)
 {
@@ -194,6 +264,14 @@ int client_session_more(int argc, char **argv)
         method = "session.fork";
         if (co.label)
             json_object_set_new(params, "label", json_string(co.label));
+    } else if (!strcmp(sb->name, "grant") || !strcmp(sb->name, "revoke")) {
+        method = !strcmp(sb->name, "grant") ? "session.grant" : "session.revoke";
+        if (grant_params(params, method[8] == 'g', co.ttl, args, &err) < 0) {
+            fb_warn("session %s: %s", sb->name, err.msg);
+            json_decref(params);
+            opt_parsed_free(&parsed);
+            return FB_EXIT_SETUP;
+        }
     } else if (!strcmp(sb->name, "snapshot") || !strcmp(sb->name, "restore")) {
         method = !strcmp(sb->name, "snapshot") ? "session.snapshot" : "session.restore";
         json_object_set_new(params, "name", json_string(args[0]));
@@ -226,6 +304,8 @@ int client_session_more(int argc, char **argv)
         puts(json_string_value(json_object_get(res, "url")));
     else if (!strcmp(sb->name, "fork"))
         puts(json_string_value(json_object_get(res, "session")));
+    else if (!strcmp(sb->name, "grant") && json_is_string(json_object_get(res, "standin")))
+        puts(json_string_value(json_object_get(res, "standin")));
     else if (!strcmp(sb->name, "diff") && print_patch(res) < 0)
         rc = FB_EXIT_SETUP;
     json_decref(res);

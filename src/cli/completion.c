@@ -33,7 +33,7 @@ static const struct ccmd cmds[] = {
      {POLICY(FB_OPT_RUN), {learn_opts, &learn_opts_n, 0}}},
     {"serve", "serve sessions on a Unix socket", NULL, {{serve_opts, &serve_opts_n, 0}}},
     {"session", "create, list and manage a server's sessions",
-     "create rm ls info publish unpublish diff commit reset fork snapshot restore",
+     "create rm ls info publish unpublish diff commit reset fork snapshot restore grant revoke",
      {POLICY(FB_OPT_SESSION), {create_opts, &create_opts_n, 0},
       {session_opts, &session_opts_n, 0}, {ws_opts, &ws_opts_n, 0}}},
     {"exec", "run a command in a session", NULL, {{exec_opts, &exec_opts_n, 0}}},
