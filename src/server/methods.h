@@ -22,6 +22,8 @@
     X("session.fork", m_session_fork, SCOPE_LIVE, 0)                  \
     X("session.snapshot", m_workspace, SCOPE_LIVE, 0)                 \
     X("session.restore", m_workspace, SCOPE_LIVE, 0)                  \
+    X("session.grant", m_session_grant, SCOPE_LIVE, 0)                \
+    X("session.revoke", m_session_revoke, SCOPE_LIVE, 0)              \
     X("exec", m_exec, SCOPE_LIVE, 0)                                  \
     X("exec.kill", m_exec_kill, SCOPE_LIVE, 0)                        \
     X("exec.write", m_exec_write, SCOPE_LIVE, 0)                      \

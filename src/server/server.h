@@ -14,8 +14,8 @@
  *   server_ws.c       workspace.* operations (copy-on-write sessions)
  *   server_port.c     published ports: host listeners relayed into sessions
  *   server_log.c      the log of session events (--log-format)
- *   sess_secrets.c    secrets, HTTP rules and upstream CA of session.create;
- *                     session.grant / session.revoke
+ *   sess_secrets.c    secrets, HTTP rules and upstream CA of session.create
+ *   server_grant.c    session.grant / session.revoke
  *
  * Objects: a conn per client connection; a sess (server state of one
  * fb_session, sess_sandbox.c) per session; an op per request that cannot be

@@ -166,7 +166,7 @@ int handle_line(struct conn *c, const char *line, size_t len)
         m->fn(c, m, req.id, req.params, ss);
     /* A request that may carry a secret's real value: no copy of it stays
      * in the server's memory (its JSON and its line are wiped). */
-    if (m && m->fn == m_session_create) {
+    if (m && (m->fn == m_session_create || m->fn == m_session_grant)) {
         sess_secrets_wipe(req.params);
         explicit_bzero((char *)line, len);
     }

@@ -507,11 +507,6 @@ static int policy_from_params(json_t *params, const struct foreign_rules *foreig
                "owner allows it with fluebox serve --foreign-net-host)");
         goto out;
     }
-    /* A session with an allowlist may be granted a secret or an HTTP rule
-     * while it runs (session.grant): its sandbox trusts a per-session CA
-     * from the start. */
-    if (p->net == FB_NET_ALLOW)
-        p->tls_ca = true;
     /* Sessions have no command of their own; "/bin/sh" satisfies the checks
      * without binding anything (it lives in the system tree). */
     p->argv = fb_xcalloc(2, sizeof(char *));
@@ -525,6 +520,11 @@ static int policy_from_params(json_t *params, const struct foreign_rules *foreig
             snprintf(e->param, sizeof e->param, "allowHttp");
         goto out;
     }
+    /* A session with an allowlist may be granted a secret or an HTTP rule
+     * while it runs (session.grant): its sandbox trusts a per-session CA
+     * from the start. */
+    if (p->net == FB_NET_ALLOW)
+        p->tls_ca = true;
     /* The secrets' values (the client's), into the engine's keeping. */
     if (sess_secrets_load(params, p, e) < 0)
         goto out;

@@ -36,10 +36,13 @@ class Web:
         """session.create params: these names allowed, mapped to the server."""
         p = {"allowNet": ["api.test:%d" % self.port, "other.test:%d" % self.port],
              "upstreamCa": self.ca["ca"],
-             "options": ["--egress-resolve", "api.test=127.0.0.1", "--egress-resolve",
+             "options": ["--ro-bind", self.dir + ":/testca", "--egress-resolve", "api.test=127.0.0.1", "--egress-resolve",
                          "other.test=127.0.0.1", "--egress-resolve", "late.test=127.0.0.1"]}
         p.update(kw)
         return p
+
+    def host(self, name):
+        return "%s:%d" % (name, self.port)
 
     def url(self, name, path="/"):
         return "https://%s:%d%s" % (name, self.port, path)
@@ -52,8 +55,13 @@ class Web:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+E2E = ("--cacert", "/testca/ca.pem")  # a host the relay passes end to end: the test CA
+
+
 def curl(c, s, url, *args):
-    """curl inside the session: (http status or 0, stdout+stderr)."""
+    """curl inside the session: (http status or 0, stdout+stderr). An
+    inspected host's certificate comes from the session's CA, which its
+    trust store has; give E2E for the others."""
     x = c.call("exec", {"session": s, "timeoutMs": 30000, "argv":
                         ["curl", "-sS", "-m", "10", "-o", "/dev/stderr", "-w", "%{http_code}"] + list(args) + [url]})
     try:
@@ -79,11 +87,15 @@ def t_secret_injected(srv):
     w = Web()
     try:
         c = srv.conn()
-        r = c.call("session.create", w.params(secrets=[{"name": "GH_TOKEN", "hosts": ["api.test"],
-                                                        "value": REAL}]))
+        # other.test has an HTTP rule, so the relay reads its requests too;
+        # late.test is passed end to end (TLS the relay cannot read).
+        p = w.params(secrets=[{"name": "GH_TOKEN", "hosts": [w.host("api.test")], "value": REAL}],
+                     allowHttp=["* " + w.host("other.test")])
+        p["allowNet"].append(w.host("late.test"))
+        r = c.call("session.create", p)
         s = r["session"]
         check("secrets: info lists the secret's name and hosts, no value",
-              r.get("secrets") == [{"name": "GH_TOKEN", "hosts": ["api.test"]}] and REAL not in str(r), r.get("secrets"))
+              r.get("secrets") == [{"name": "GH_TOKEN", "hosts": [w.host("api.test")]}] and REAL not in str(r), r.get("secrets"))
         x = c.call("exec", {"session": s, "command": "printf %s \"$GH_TOKEN\"; echo; env; cat /proc/1/environ 2>&1"})
         standin = x["stdout"].split("\n")[0]
         check("secrets: inside, the variable holds a stand-in, and the value is in no environment",
@@ -98,10 +110,15 @@ def t_secret_injected(srv):
         check("secrets: ... and inside Authorization: Basic", code == 200 and got and
               got[-1]["headers"].get("Authorization") == want, (code, got[-1:]))
         code, out = curl(c, s, w.url("other.test", "/leak"), "-H", "Authorization: Bearer " + standin)
-        check("secrets: a request with the stand-in to another host is refused (403) and never arrives",
+        check("secrets: the stand-in to another inspected host is refused (403) and never arrives",
               code == 403 and not w.got(lambda q: q["path"] == "/leak"), (code, out[-300:]))
         code, out = curl(c, s, w.url("other.test", "/plain"))
-        check("secrets: that host still works without it (end-to-end TLS)", code == 200, (code, out[-300:]))
+        check("secrets: that host still works without it", code == 200, (code, out[-300:]))
+        code, out = curl(c, s, w.url("late.test", "/e2e"), "-H", "Authorization: Bearer " + standin, *E2E)
+        got = w.got(lambda q: q["path"] == "/e2e")
+        check("secrets: a host passed end to end gets the useless stand-in, never the value",
+              code == 200 and got and got[-1]["headers"].get("Authorization") == "Bearer " + standin,
+              (code, out[-300:], got[-1:]))
         c.call("session.destroy", {"session": s})
         check("secrets: the value is in nothing the server wrote", REAL not in srv.stderr())
     finally:
@@ -119,23 +136,23 @@ def t_grant_expiry_revoke(srv):
         c = srv.conn()
         s = c.call("session.create", w.params())["session"]
         late = w.url("late.test", "/late")
-        code, _ = curl(c, s, late)
+        code, _ = curl(c, s, late, *E2E)
         check("grant: before, the name is refused", code == 0, code)
         r = c.call("session.grant", {"session": s, "kind": "allowNet", "spec": "late.test:%d" % w.port,
                                      "ttlMs": 3000})
         check("grant: the answer says what and until when",
               r.get("kind") == "allowNet" and r.get("ttlMs") == 3000 and isinstance(r.get("expiresAt"), int), r)
-        code, out = curl(c, s, late)
+        code, out = curl(c, s, late, *E2E)
         check("grant: the granted name is reachable", code == 200, (code, out[-300:]))
-        gone = wait_for(lambda: curl(c, s, late)[0] == 0, timeout=30, step=0.3)
+        gone = wait_for(lambda: curl(c, s, late, *E2E)[0] == 0, timeout=30, step=0.3)
         check("grant: after its ttl the name is refused again", gone)
         log = srv.stderr()
         check("grant: the server's log has the grant", "session.grant" in log and "late.test" in log, log[-400:])
         c.call("session.grant", {"session": s, "kind": "allowNet", "spec": "late.test:%d" % w.port})
-        code, _ = curl(c, s, late)
+        code, _ = curl(c, s, late, *E2E)
         check("revoke: granted without ttl, reachable", code == 200, code)
         c.call("session.revoke", {"session": s, "kind": "allowNet", "spec": "late.test:%d" % w.port})
-        code, _ = curl(c, s, late)
+        code, _ = curl(c, s, late, *E2E)
         check("revoke: after session.revoke, refused", code == 0, code)
         c.call("session.destroy", {"session": s})
     finally:
@@ -152,7 +169,7 @@ def t_grant_secret(srv):
     try:
         c = srv.conn()
         s = c.call("session.create", w.params())["session"]
-        r = c.call("session.grant", {"session": s, "kind": "secret", "spec": "LATE_TOKEN:api.test",
+        r = c.call("session.grant", {"session": s, "kind": "secret", "spec": "LATE_TOKEN:" + w.host("api.test"),
                                      "value": REAL})
         standin = r.get("standin") or ""
         check("grant secret: a stand-in comes back, no value", standin.startswith("fluebox-standin-")
@@ -161,9 +178,10 @@ def t_grant_secret(srv):
         got = w.got(lambda q: q["path"] == "/granted")
         check("grant secret: its host receives the value", code == 200 and got and
               got[-1]["headers"].get("X-Api-Key") == REAL, (code, out[-300:], got[-1:]))
+        c.call("session.grant", {"session": s, "kind": "allowHttp", "spec": "GET " + w.host("other.test")})
         code, _ = curl(c, s, w.url("other.test", "/granted-leak"), "-H", "X-Api-Key: " + standin)
-        check("grant secret: another host is refused", code == 403 and not w.got(lambda q: q["path"] == "/granted-leak"), code)
-        c.call("session.revoke", {"session": s, "kind": "secret", "spec": "LATE_TOKEN:api.test"})
+        check("grant secret: another inspected host (a granted HTTP rule) refuses it", code == 403 and not w.got(lambda q: q["path"] == "/granted-leak"), code)
+        c.call("session.revoke", {"session": s, "kind": "secret", "spec": "LATE_TOKEN"})
         code, _ = curl(c, s, w.url("api.test", "/revoked"), "-H", "X-Api-Key: " + standin)
         got = w.got(lambda q: q["path"] == "/revoked")
         check("revoke secret: the value is no longer put in", not got or got[-1]["headers"].get("X-Api-Key") != REAL,

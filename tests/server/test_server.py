@@ -14,6 +14,7 @@ tests that share one server see what the earlier ones left on it.
   test_files.py       the file.* methods, big files, a full disk, symlink escapes
   test_protocol.py    malformed input, vanishing and slow clients, load, stress
   test_boundaries.py  other uids, the --foreign-* rules, the network allowlist
+  test_secrets.py     session secrets, session.grant/revoke and expiry (issue 24)
   test_lifecycle.py   dead sessions, TTLs, the pool, signals, restarts, memory
   test_limits.py      connection, descriptor, file-time and memory limits; ASan
 
@@ -30,6 +31,7 @@ import test_exec  # noqa: F401,E402
 import test_files  # noqa: F401,E402
 import test_protocol  # noqa: F401,E402
 import test_boundaries  # noqa: F401,E402
+import test_secrets  # noqa: F401,E402
 import test_lifecycle  # noqa: F401,E402
 import test_limits  # noqa: F401,E402
 
