@@ -56,8 +56,9 @@ after(async () => {
 function opts(extra = {}) {
   return {
     allowNet: [`api.test:${port}`, `other.test:${port}`],
+    allowHttp: [`* other.test:${port}`], // the relay reads other.test's requests too
     upstreamCa: ca,
-    options: ['--egress-resolve', 'api.test=127.0.0.1', '--egress-resolve', 'other.test=127.0.0.1',
+    options: ['--ro-bind', `${path.dirname(ca)}:/testca`, '--egress-resolve', 'api.test=127.0.0.1', '--egress-resolve', 'other.test=127.0.0.1',
       '--egress-resolve', 'late.test=127.0.0.1'],
     ...extra,
   };
@@ -67,6 +68,10 @@ function received(p) {
   if (!fs.existsSync(log)) return [];
   return fs.readFileSync(log, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).filter((q) => q.path === p);
 }
+
+const api = () => `api.test:${port}`;
+// late.test is passed end to end: its certificate is the test CA's.
+const late = (s, p) => curl(s, 'late.test', p, '--cacert', '/testca/ca.pem');
 
 async function curl(s, name, p, ...args) {
   const r = await s.exec(['curl', '-sS', '-m', '10', '-o', '/dev/null', '-w', '%{http_code}', ...args,
@@ -78,7 +83,7 @@ test('a secret from the environment and one from a file: stand-ins inside, value
   process.env.FBNODE_TOKEN = REAL;
   const f = path.join(tmpdir('fbnodetok-'), 'tok');
   fs.writeFileSync(f, `${REAL}-file\n`);
-  const s = await fb.createSession(opts({ secrets: ['FBNODE_TOKEN:api.test', { name: 'FILE_TOKEN', hosts: ['api.test'], file: f }] }));
+  const s = await fb.createSession(opts({ secrets: [`FBNODE_TOKEN:${api()}`, { name: 'FILE_TOKEN', hosts: [api()], file: f }] }));
   try {
     delete process.env.FBNODE_TOKEN;
     assert.deepEqual(s.createInfo.secrets.map((x) => x.name), ['FBNODE_TOKEN', 'FILE_TOKEN']);
@@ -99,22 +104,22 @@ test('a secret from the environment and one from a file: stand-ins inside, value
 
 test('an unset variable is refused by the client, naming it', { skip }, async () => {
   delete process.env.FBNODE_UNSET;
-  await assert.rejects(fb.createSession(opts({ secrets: ['FBNODE_UNSET:api.test'] })), /FBNODE_UNSET/);
+  await assert.rejects(fb.createSession(opts({ secrets: [`FBNODE_UNSET:${api()}`] })), /FBNODE_UNSET/);
 });
 
 test('grant with a ttl: reachable, then refused again; revoke', { skip }, async () => {
   const s = await fb.createSession(opts());
   try {
-    assert.equal(await curl(s, 'late.test', '/node-late'), 0);
+    assert.equal(await late(s, '/node-late'), 0);
     const r = await s.grant({ allowNet: `late.test:${port}` }, { ttlMs: 2000 });
     assert.equal(r.kind, 'allowNet');
     assert.equal(typeof r.expiresAt, 'number');
-    assert.equal(await curl(s, 'late.test', '/node-late'), 200);
-    await waitFor(async () => (await curl(s, 'late.test', '/node-late')) === 0, 30000, 'the grant to lapse');
+    assert.equal(await late(s, '/node-late'), 200);
+    await waitFor(async () => (await late(s, '/node-late')) === 0, 30000, 'the grant to lapse');
     await s.grant({ allowNet: `late.test:${port}` });
-    assert.equal(await curl(s, 'late.test', '/node-late'), 200);
+    assert.equal(await late(s, '/node-late'), 200);
     await s.revoke({ allowNet: `late.test:${port}` });
-    assert.equal(await curl(s, 'late.test', '/node-late'), 0);
+    assert.equal(await late(s, '/node-late'), 0);
   } finally {
     await s.destroy();
   }
@@ -123,7 +128,7 @@ test('grant with a ttl: reachable, then refused again; revoke', { skip }, async 
 test('grant a secret: its stand-in comes back; bad grants are errors', { skip }, async () => {
   const s = await fb.createSession(opts());
   try {
-    const r = await s.grant({ secret: { name: 'NODE_LATE', hosts: ['api.test'], value: REAL } });
+    const r = await s.grant({ secret: { name: 'NODE_LATE', hosts: [api()], value: REAL } });
     assert.match(r.standin, /^fluebox-standin-/);
     assert.equal(await curl(s, 'api.test', '/node-granted', '-H', `X-Key: ${r.standin}`), 200);
     assert.equal(received('/node-granted').at(-1).headers['X-Key'], REAL);
@@ -139,7 +144,7 @@ test('grant a secret: its stand-in comes back; bad grants are errors', { skip },
 test('the Flue adapter passes secrets on', { skip }, async () => {
   process.env.FBNODE_FLUE = REAL;
   try {
-    const factory = flueSandbox({ socket: srv.socket, workspace: null, reuse: false, ...opts({ secrets: ['FBNODE_FLUE:api.test'] }) });
+    const factory = flueSandbox({ socket: srv.socket, workspace: null, reuse: false, ...opts({ secrets: [`FBNODE_FLUE:${api()}`] }) });
     const sb = await factory.createSandbox({ id: 'secrets-test' });
     const r = await sb.exec('echo $FBNODE_FLUE');
     assert.match(r.stdout, /^fluebox-standin-/);

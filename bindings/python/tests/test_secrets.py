@@ -40,9 +40,10 @@ class SecretsTest(unittest.TestCase):
         cls.web.stop()
 
     def opts(self, **kw):
+        # other.test has an HTTP rule: the relay reads its requests too.
         o = dict(allow_net=["api.test:%d" % self.port, "other.test:%d" % self.port],
-                 upstream_ca=self.ca["ca"],
-                 options=["--egress-resolve", "api.test=127.0.0.1", "--egress-resolve", "other.test=127.0.0.1",
+                 allow_http=["* other.test:%d" % self.port], upstream_ca=self.ca["ca"],
+                 options=["--ro-bind", self.dir + ":/testca", "--egress-resolve", "api.test=127.0.0.1", "--egress-resolve", "other.test=127.0.0.1",
                           "--egress-resolve", "late.test=127.0.0.1"])
         o.update(kw)
         return o
@@ -55,6 +56,13 @@ class SecretsTest(unittest.TestCase):
         except ValueError:
             return 0
 
+    def api(self):
+        return "api.test:%d" % self.port
+
+    def late(self, s, path):
+        """late.test is passed end to end: its certificate is the test CA's."""
+        return self.curl(s, "late.test", path, "--cacert", "/testca/ca.pem")
+
     def received(self, path):
         return [q for q in self.web.requests() if q["path"] == path]
 
@@ -64,8 +72,8 @@ class SecretsTest(unittest.TestCase):
         with open(f, "w") as fh:
             fh.write(REAL + "-file\n")
         try:
-            with self.fb.session(**self.opts(secrets=["FBPY_TOKEN:api.test",
-                                                      "FILE_TOKEN=@%s:api.test" % f])) as s:
+            with self.fb.session(**self.opts(secrets=["FBPY_TOKEN:" + self.api(),
+                                                      "FILE_TOKEN=@%s:%s" % (f, self.api())])) as s:
                 env = s.exec("echo $FBPY_TOKEN; echo $FILE_TOKEN").stdout.split()
                 self.assertTrue(all(x.startswith("fluebox-standin-") for x in env), env)
                 self.assertNotIn(REAL, s.exec("env").stdout)
@@ -81,25 +89,25 @@ class SecretsTest(unittest.TestCase):
     def test_unset_variable_is_refused_here(self):
         os.environ.pop("FBPY_UNSET", None)
         with self.assertRaises(ValueError) as cm:
-            self.fb.create_session(**self.opts(secrets=["FBPY_UNSET:api.test"]))
+            self.fb.create_session(**self.opts(secrets=["FBPY_UNSET:" + self.api()]))
         self.assertIn("FBPY_UNSET", str(cm.exception))
 
     def test_grant_ttl_and_revoke(self):
         with self.fb.session(**self.opts()) as s:
-            self.assertEqual(self.curl(s, "late.test", "/py-late"), 0)
+            self.assertEqual(self.late(s, "/py-late"), 0)
             r = s.grant(allow_net="late.test:%d" % self.port, ttl=2)
             self.assertEqual(r["kind"], "allowNet")
             self.assertIsInstance(r["expiresAt"], int)
-            self.assertEqual(self.curl(s, "late.test", "/py-late"), 200)
-            wait_for(lambda: self.curl(s, "late.test", "/py-late") == 0, 30, "the grant's end")
+            self.assertEqual(self.late(s, "/py-late"), 200)
+            wait_for(lambda: self.late(s, "/py-late") == 0, 30, "the grant's end")
             s.grant(allow_net="late.test:%d" % self.port)
-            self.assertEqual(self.curl(s, "late.test", "/py-late"), 200)
+            self.assertEqual(self.late(s, "/py-late"), 200)
             s.revoke(allow_net="late.test:%d" % self.port)
-            self.assertEqual(self.curl(s, "late.test", "/py-late"), 0)
+            self.assertEqual(self.late(s, "/py-late"), 0)
 
     def test_grant_secret(self):
         with self.fb.session(**self.opts()) as s:
-            r = s.grant(secret={"name": "PY_LATE", "hosts": ["api.test"], "value": REAL})
+            r = s.grant(secret={"name": "PY_LATE", "hosts": [self.api()], "value": REAL})
             st = r["standin"]
             self.assertTrue(st.startswith("fluebox-standin-"))
             self.assertEqual(self.curl(s, "api.test", "/py-granted", "-H", "X-Key: " + st), 200)
