@@ -7,7 +7,7 @@ headers, body length) to LOG and answers 200 with {"ok": true, "path": ...}
 (or N bytes with /bytes/N). The tests then check from the server's side
 what arrived.
 
-  python3 https_echo.py DIR NAME [NAME...]     # prints "PORT CA_PEM LOG" and serves
+  python3 https_echo.py [--port N] DIR NAME [NAME...]   # prints "PORT CA_PEM LOG", serves
 
 or from Python: ca = make_ca(dir, names); srv = EchoServer(dir, ca); srv.port,
 srv.requests(). Loopback only; names are mapped with --egress-resolve."""
@@ -78,10 +78,10 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 class EchoServer:
     """The HTTPS server on 127.0.0.1 (a free port), in a thread."""
 
-    def __init__(self, d, ca, log_requests=True):
+    def __init__(self, d, ca, log_requests=True, port=0):
         self.log = os.path.join(d, "requests.jsonl")
         self._mu = threading.Lock()
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
+        self.httpd = _Server(("127.0.0.1", port), _Handler)
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ca["cert"], ca["key"])
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
@@ -108,9 +108,14 @@ class EchoServer:
 
 
 if __name__ == "__main__":
-    d, names = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    port = 0
+    if args[:1] == ["--port"]:
+        port, args = int(args[1]), args[2:]
+    d, names = args[0], args[1:]
+    os.makedirs(d, exist_ok=True)
     ca = make_ca(d, names)
-    srv = EchoServer(d, ca)
+    srv = EchoServer(d, ca, port=port)
     print("%d %s %s" % (srv.port, ca["ca"], srv.log), flush=True)
     try:
         srv.t.join()
