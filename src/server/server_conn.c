@@ -396,6 +396,10 @@ void on_conn(struct conn *c, uint32_t events)
                 break;
             }
             buf_append(&c->in, buf, (size_t)n);
+            /* No copy of a request stays on the stack: session inits are
+             * clones of this process, and a line may carry a secret's
+             * value (its copy in c->in is wiped once handled). */
+            explicit_bzero(buf, (size_t)n);
             conn_mem(c, n);
             /* (a closed client's last requests are still handled: the
              * close is acted on below, once the input is drained) */

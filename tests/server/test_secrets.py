@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-from srvtest import main, HERE, ROOT, TUSER, PY, check, user_exists, wait_for, Server, test
+from srvtest import main, HERE, ROOT, TUSER, PY, check, user_exists, wait_for, Server, session_inits, test
 import https_echo
 
 REAL = "ghp_real-value-4f9d2c7be1a0"   # what the relay puts in; never inside
@@ -119,10 +119,66 @@ def t_secret_injected(srv):
         check("secrets: a host passed end to end gets the useless stand-in, never the value",
               code == 200 and got and got[-1]["headers"].get("Authorization") == "Bearer " + standin,
               (code, out[-300:], got[-1:]))
-        c.call("session.destroy", {"session": s})
+        f = c.call("session.fork", {"session": s})["session"]
+        st2 = c.call("exec", {"session": f, "command": "printf %s \"$GH_TOKEN\""})["stdout"]
+        code, out = curl(c, f, w.url("api.test", "/forked"), "-H", "Authorization: Bearer " + st2)
+        got = w.got(lambda q: q["path"] == "/forked")
+        check("secrets: a fork has its own stand-in and the same value at the same host",
+              st2.startswith("fluebox-standin-") and st2 != standin and code == 200 and got
+              and got[-1]["headers"].get("Authorization") == "Bearer " + REAL, (st2, code, got[-1:]))
+        for x in (f, s):
+            c.call("session.destroy", {"session": x})
         check("secrets: the value is in nothing the server wrote", REAL not in srv.stderr())
     finally:
         w.close()
+
+
+def mem_regions_with(pid, needle):
+    """The mappings of pid whose bytes contain needle (root: /proc/PID/mem)."""
+    hits = []
+    with open("/proc/%d/maps" % pid) as f:
+        maps = f.read().splitlines()
+    with open("/proc/%d/mem" % pid, "rb", 0) as mem:
+        for line in maps:
+            parts = line.split()
+            a, b = (int(x, 16) for x in parts[0].split("-"))
+            if "r" not in parts[1] or b - a > (1 << 30):
+                continue
+            try:
+                mem.seek(a)
+                if needle in mem.read(b - a):
+                    hits.append(parts[5] if len(parts) > 5 else "anonymous")
+            except (OSError, ValueError, OverflowError):
+                continue
+    return hits
+
+
+@test
+def t_value_only_in_its_keeping(srv):
+    """The real value is in the server's memory only where the engine keeps
+    it (its own locked, wipe-on-fork pages): not in the heap or the stack
+    (the request's JSON, its line, the read buffer are wiped), and not in any
+    session's init, which is a clone of the server made while the values of
+    other sessions were in it."""
+    if not ROOT:
+        print("ok - secret values in memory # SKIP needs root (/proc/PID/mem)")
+        return
+    c = srv.conn()
+    v1, v2 = "zq-created-" + REAL, "zq-granted-" + REAL
+    a = c.call("session.create", {"allowNet": ["a.test"], "secrets": [{"name": "T1", "hosts": ["a.test"], "value": v1}]})
+    b = c.call("session.create", {"allowNet": ["a.test"]})
+    c.call("session.grant", {"session": b["session"], "kind": "secret", "spec": "T2:a.test", "value": v2})
+    d = c.call("session.create", {"allowNet": ["a.test"]})
+    inits = session_inits(srv.pid)
+    for v in (v1, v2):
+        where = mem_regions_with(srv.pid, v.encode())
+        check("memory: %s value: in the server only in anonymous pages of its own (%s)" % (v[3:10], where),
+              where and all(w == "anonymous" for w in where), where)
+        bad = [(i, mem_regions_with(i, v.encode())) for i in inits]
+        check("memory: %s value: in none of the %d session inits" % (v[3:10], len(inits)),
+              inits and not any(h for _, h in bad), bad)
+    for x in (a, b, d):
+        c.call("session.destroy", {"session": x["session"]})
 
 
 @test
