@@ -134,7 +134,14 @@ int mcp_backend_start(struct mcp *m, json_t *options, struct fb_err *err)
     if (make_dir(m, err) < 0 || spawn_server(m, err) < 0 ||
         cli_connect(&m->c, m->sock, err) < 0)
         return -1;
-    json_t *res = cli_call(&m->c, "session.create", session_params(options), err);
+    /* --secret: the value is ours (the environment the MCP client gave us,
+     * or the file), sent in "secrets"; the sandbox gets a stand-in. */
+    json_t *params = session_params(options);
+    if (cli_lift_secrets(params, err) < 0) {
+        json_decref(params);
+        return -1;
+    }
+    json_t *res = cli_call(&m->c, "session.create", params, err);
     if (!res)
         return -1;
     const char *sid = json_string_value(json_object_get(res, "session"));
