@@ -113,9 +113,9 @@ static const struct sub subs[] = {
      2, 2},
 };
 
-/* session grant/revoke's params: kind, spec and a secret's value (read
- * here; none when the variable is not set: more hosts for a secret the
- * session has). 0, or -1 with err. */
+/* session grant/revoke's params: kind, spec and, for a secret granted,
+ * its value, read here (our environment variable NAME, or FILE). 0, or -1
+ * with err. */
 static int grant_params(json_t *params, bool grant, int64_t ttl, char **args, struct fb_err *err)
 {
     static const char *const kinds[][2] = {
@@ -136,8 +136,8 @@ static int grant_params(json_t *params, bool grant, int64_t ttl, char **args, st
     size_t nl = strcspn(args[1], ":=");
     cleanup_free char *name = fb_xstrndup(args[1], nl);
     bool file = args[1][nl] == '=';
-    if (!grant || (!file && !getenv(name))) {
-        /* No value: the spec without a file. */
+    if (!grant) {
+        /* Revoke: the spec without a file, no value. */
         const char *rest = file ? strchr(args[1] + nl, ':') : args[1] + nl;
         cleanup_free char *spec = fb_xasprintf("%s%s", name, rest ? rest : "");
         json_object_set_new(params, "spec", json_string(spec));
@@ -156,7 +156,8 @@ static int grant_params(json_t *params, bool grant, int64_t ttl, char **args, st
         spec = more;
     }
     json_object_set_new(params, "spec", json_string(spec));
-    json_object_set(params, "value", json_object_get(one, "value"));
+    json_t *v = json_object_get(one, "value");
+    json_object_set_new(params, "value", json_stringn(json_string_value(v), json_string_length(v)));
     sess_secrets_wipe(one);
     json_decref(one);
     return 0;

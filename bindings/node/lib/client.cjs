@@ -107,7 +107,7 @@ function valueFromFile(file, name) {
  * or an object { name, hosts, value?, file? }. Errors name the variable,
  * never the value.
  */
-function secretParam(spec, env = process.env, valueOptional = false) {
+function secretParam(spec, env = process.env) {
   let name;
   let hosts;
   let file;
@@ -133,7 +133,6 @@ function secretParam(spec, env = process.env, valueOptional = false) {
     if (file) value = valueFromFile(file, name);
     else {
       value = env[name];
-      if (value === undefined && valueOptional) return hosts ? { name, hosts } : { name };
       if (value === undefined) throw new TypeError(`secret ${name}: the variable ${name} is not set in this process's environment`);
     }
   }
@@ -629,8 +628,10 @@ class Session {
    *   { allowHttp: 'METHODS HOST[:PORT][/PATH-PREFIX]' }
    *   { secret: 'NAME:HOST[,HOST...]' | 'NAME=@FILE:HOSTS' | { name, hosts, value?, file? } }
    * A secret's value is read here (this process's environment, or the file);
-   * a secret new to the session gets a stand-in, in the result's `standin`
-   * (the session's environment was made at its start). `ttlMs` limits the
+   * the result's `standin` is the one the relay replaces (a secret new to
+   * the session gets a new one, which is not in the environment of its
+   * processes, made at its start; one it has keeps its own, with the new
+   * value and hosts). `ttlMs` limits the
    * grant's life. Resolves with { kind, spec, ttlMs, expiresAt, standin? }.
    */
   async grant(what, opts = {}) {
@@ -673,12 +674,9 @@ function grantParams(what, fn) {
       : v && (v.hosts ? `${v.name}:${[].concat(v.hosts).join(',')}` : v.name);
     return { kind, spec: name };
   }
-  // A secret the session has already needs no value (more hosts for it).
-  const s = secretParam(v, process.env, true);
+  const s = secretParam(v);
   if (!s.hosts) throw new TypeError(`${fn}: secret ${s.name}: which hosts? (NAME:HOST[,HOST...])`);
-  const p = { kind, spec: `${s.name}:${s.hosts.join(',')}` };
-  if (s.value !== undefined) p.value = s.value;
-  return p;
+  return { kind, spec: `${s.name}:${s.hosts.join(',')}`, value: s.value };
 }
 
 class ExecStream {

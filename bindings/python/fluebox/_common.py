@@ -309,13 +309,12 @@ def _value_from_file(path: str, name: str) -> str:
     return v
 
 
-def secret_param(spec: Union[str, Mapping[str, Any]], environ: Optional[Mapping[str, str]] = None,
-                 value_optional: bool = False) -> Dict[str, Any]:
+def secret_param(spec: Union[str, Mapping[str, Any]],
+                 environ: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """One secret as session.create's {"name", "hosts", "value"}: the real
     value is read here, on the caller's side (``environ``, default
     os.environ, or the file), never by the server. Errors name the variable,
-    never the value. ``value_optional``: a variable that is not set gives no
-    "value" (session.grant of more hosts for a secret the session has)."""
+    never the value."""
     environ = os.environ if environ is None else environ
     value: Any = None
     file: Optional[str] = None
@@ -348,8 +347,6 @@ def secret_param(spec: Union[str, Mapping[str, Any]], environ: Optional[Mapping[
         else:
             value = environ.get(name)
             if value is None:
-                if value_optional:
-                    return {"name": name, "hosts": list(hosts)} if hosts else {"name": name}
                 raise ValueError("secret %s: the variable %s is not set in this process's "
                                  "environment" % (name, name))
     if isinstance(value, (bytes, bytearray)):
@@ -387,7 +384,7 @@ def grant_params(fn: str, allow_net: Optional[str] = None, allow_http: Optional[
             h = v.get("hosts")
             p["spec"] = v.get("name") if not h else "%s:%s" % (v.get("name"), h if isinstance(h, str) else ",".join(h))
     else:
-        sp = secret_param(v, value_optional=True)
+        sp = secret_param(v)
         if "hosts" not in sp:
             raise TypeError("grant: secret %s: which hosts? (NAME:HOST[,HOST...])" % sp["name"])
         p["spec"] = "%s:%s" % (sp["name"], ",".join(sp["hosts"]))
