@@ -24,6 +24,28 @@ static const struct {
     {"secret", "secret", FB_GRANT_SECRET},
 };
 
+/* The session's policy keeps its created secrets' values too (session.fork
+ * takes them from there): it follows the relay's copy. A new value for one
+ * of them replaces it; a secret revoked whole is wiped there as well, so a
+ * fork made later leaves it out. */
+static void policy_copy_follows(struct fb_policy *p, bool grant, const char *spec,
+                                const char *value, size_t vlen)
+{
+    size_t nl = strcspn(spec, ":");
+    for (size_t i = 0; i < p->nsecrets; i++) {
+        struct fb_secret *sc = &p->secrets[i];
+        if (strlen(sc->name) != nl || strncmp(sc->name, spec, nl))
+            continue;
+        if (grant && value) {
+            secret_value_free(sc->value);
+            sc->value = secret_value_new(value, vlen);
+        } else if (!grant && !spec[nl]) {
+            secret_value_free(sc->value);
+            sc->value = NULL;
+        }
+    }
+}
+
 static int64_t wall_now_ms(void)
 {
     struct timespec ts;
@@ -85,6 +107,8 @@ static void grant_or_revoke(struct conn *c, json_t *id, json_t *params, struct s
         perr_param(&e, "spec", "%s", err.msg);
         goto fail;
     }
+    if (g.kind == FB_GRANT_SECRET)
+        policy_copy_follows(&ss->s->pol, grant, spec, value, vlen);
     json_t *r = json_pack("{s:s, s:s}", "kind", kind, "spec", spec);
     json_t *logf = json_pack("{s:s, s:s}", "kind", kind, "spec", spec);
     if (grant) {

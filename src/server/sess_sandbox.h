@@ -130,7 +130,8 @@ int sess_secrets_load(json_t *params, struct fb_policy *p, struct proto_err *e);
  * "value"). */
 void sess_secrets_wipe(json_t *params);
 /* A copy of a session's kept params with its secrets' values again, taken
- * from its policy (session.fork); wipe it once the fork's policy is made. */
+ * from its policy (session.fork; a secret revoked whole is left out); wipe
+ * it once the fork's policy is made. */
 json_t *sess_secrets_refill(json_t *params, const struct fb_policy *orig);
 /* The info object's "secrets" (names and hosts, never values) and
  * "allowHttp". */

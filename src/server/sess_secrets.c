@@ -187,17 +187,24 @@ int sess_secrets_load(json_t *params, struct fb_policy *p, struct proto_err *e)
 json_t *sess_secrets_refill(json_t *params, const struct fb_policy *orig)
 {
     json_t *copy = json_deep_copy(params);
-    json_t *a = json_object_get(copy, "secrets"), *it;
-    size_t i;
-    json_array_foreach(a, i, it)
-    {
+    json_t *a = json_object_get(copy, "secrets");
+    for (size_t i = 0; i < json_array_size(a);) {
+        json_t *it = json_array_get(a, i);
         const char *name = json_string_value(json_object_get(it, "name"));
+        bool have = false;
         for (size_t k = 0; name && k < orig->nsecrets; k++) {
             size_t len;
             const uint8_t *v = secret_value(&orig->secrets[k], &len);
-            if (v && !strcmp(orig->secrets[k].name, name))
+            if (v && !strcmp(orig->secrets[k].name, name)) {
                 json_object_set_new(it, "value", json_stringn((const char *)v, len));
+                have = true;
+            }
         }
+        /* Revoked whole (session.revoke): the fork does not get it back. */
+        if (have)
+            i++;
+        else
+            json_array_remove(a, i);
     }
     return copy;
 }

@@ -126,7 +126,19 @@ def t_secret_injected(srv):
         check("secrets: a fork has its own stand-in and the same value at the same host",
               st2.startswith("fluebox-standin-") and st2 != standin and code == 200 and got
               and got[-1]["headers"].get("Authorization") == "Bearer " + REAL, (st2, code, got[-1:]))
-        for x in (f, s):
+        c.call("session.revoke", {"session": s, "kind": "secret", "spec": "GH_TOKEN"})
+        # Revoked, api.test has nothing left to inspect: its TLS goes end to
+        # end again (so try with either trust), and only the stand-in can
+        # arrive.
+        codes = [curl(c, s, w.url("api.test", "/after-revoke"), "-H", "Authorization: Bearer " + standin, *t)[0]
+                 for t in ((), E2E)]
+        got = w.got(lambda q: q["path"] == "/after-revoke")
+        check("secrets: revoked, the value is no longer put in (a request arrives with the stand-in only)",
+              got and all(q["headers"].get("Authorization") == "Bearer " + standin for q in got), (codes, got[-1:]))
+        f2 = c.call("session.fork", {"session": s})["session"]
+        x = c.call("exec", {"session": f2, "command": "printf %s \"${GH_TOKEN-unset}\""})
+        check("secrets: a fork made after the revoke does not get it back", x["stdout"] == "unset", x)
+        for x in (f, f2, s):
             c.call("session.destroy", {"session": x})
         check("secrets: the value is in nothing the server wrote", REAL not in srv.stderr())
     finally:
