@@ -191,7 +191,27 @@ function cli() {
   check('an operand: exit 125', r.status === 125, r.status + r.stderr);
 }
 
+// --secret: the value is fluebox mcp's own (the environment its MCP client
+// gave it); the sandbox's tools see a stand-in, and a variable that is not
+// set stops it before anything starts.
+async function secret() {
+  const value = 'mcp-real-value-51f0';
+  const c = new Raw(['--allow-net', 'api.test', '--secret', 'MCP_TOKEN:api.test'], { env: { ...process.env, MCP_TOKEN: value } });
+  await c.init();
+  const x = await c.call(1, 'tools/call', { name: 'exec', arguments: { command: 'echo "$MCP_TOKEN"; env' } });
+  const t = text(x) || '';
+  check('--secret: the tools see a stand-in, the value is nowhere inside',
+    /^fluebox-standin-[0-9a-f]{32}$/m.test(t) && !t.includes(value), JSON.stringify(x).slice(0, 300));
+  await c.close();
+  const env = { ...process.env };
+  delete env.MCP_UNSET;
+  const r = spawnSync(FB, ['mcp', '--allow-net', 'api.test', '--secret', 'MCP_UNSET:api.test'], { encoding: 'utf8', input: '', env });
+  check('--secret of an unset variable: exit 125, one line naming it',
+    r.status === 125 && r.stderr.trim().split('\n').length === 1 && /MCP_UNSET/.test(r.stderr), r.status + r.stderr);
+}
+
 cli();
+await secret();
 await negotiation();
 await badInput();
 await flood();
