@@ -114,6 +114,37 @@ else
   fail "session create --workspace" "$ERR"
 fi
 
+# --- secrets and grants (docs/secrets.md) --------------------------------------------
+# The CLI reads the value (here from a file: FB_AS's environment is reset) and
+# sends it; the sandbox sees a stand-in; the owner grants and revokes.
+echo "cli-secret-value-77" > "$T/files/tok"
+own "$T/files"
+run_fb session create --socket "$SOCK" --allow-net api.test --secret "CLI_TOKEN=@$T/files/tok:api.test"
+SID=$OUT
+if [ "$RC" = 0 ]; then
+  run_fb exec --socket "$SOCK" "$SID" -- sh -c 'echo "$CLI_TOKEN"; env'
+  case "$OUT" in
+    fluebox-standin-*cli-secret-value-77*) fail "session create --secret: a stand-in inside, the value nowhere" "$OUT" ;;
+    fluebox-standin-*) ok "session create --secret: a stand-in inside, the value nowhere" ;;
+    *) fail "session create --secret: a stand-in inside" "rc=$RC $OUT $ERR" ;;
+  esac
+  expect_rc "session grant --ttl allow-net" 0 session grant --socket "$SOCK" --ttl 1m "$SID" allow-net other.test
+  expect_out "session grant secret prints its stand-in" fluebox-standin- \
+    session grant --socket "$SOCK" "$SID" secret "G_TOKEN=@$T/files/tok:api.test"
+  expect_rc "session revoke secret" 0 session revoke --socket "$SOCK" "$SID" secret G_TOKEN
+  expect_err "session grant of an unknown kind: 125 and why" 125 "allow-net, allow-http or secret" \
+    session grant --socket "$SOCK" "$SID" bogus x
+  expect_err "session revoke of what was never granted: 125 and why" 125 "never.test" \
+    session revoke --socket "$SOCK" "$SID" allow-net never.test
+  run_fb session rm --socket "$SOCK" "$SID"
+else
+  fail "session create --secret" "rc=$RC $ERR"
+fi
+expect_err "session create --secret of an unset variable: 125, naming it" 125 "FB_UNSET_VAR_X" \
+  session create --socket "$SOCK" --allow-net api.test --secret FB_UNSET_VAR_X:api.test
+grep -q "cli-secret-value-77" "$T/serve.err" && fail "the value is not in the server's log" "$(grep -m1 cli-secret "$T/serve.err")" \
+  || ok "the value is not in the server's log"
+
 # --- rm ------------------------------------------------------------------------------
 run_fb session rm --socket "$SOCK" "$ID"
 [ "$RC" = 0 ] && ok "session rm" || fail "session rm" "$ERR"
