@@ -114,7 +114,7 @@ export declare class FlueboxSandbox implements FlueSandbox {
   mkdir(path: string, options?: { recursive?: boolean }): Promise<void>;
   rm(path: string, options?: { recursive?: boolean; force?: boolean }): Promise<void>;
   /** Beyond Flue's verbs: reach a server started inside on `port` from the host. */
-  publish(port: number, options?: { anyUid?: boolean }): Promise<PublishedPort>;
+  publish(port: number, options?: { anyUid?: boolean; hosts?: string[] }): Promise<PublishedPort>;
   unpublish(port: number): Promise<void>;
   /** Adds a name, an HTTP rule or a secret binding while it runs (the agent inside cannot). */
   grant(what: GrantSpec, options?: { ttlMs?: number }): Promise<GrantResult>;

@@ -73,7 +73,7 @@ export interface SessionOptions extends Limits {
   /** Free text (up to 256 bytes), echoed in the info object; listSessions can filter on it. */
   label?: string | null;
   /** Ports to publish as the session starts: 3000, "8080:3000" or { port, hostPort, anyUid }. */
-  publish?: Array<number | string | { port: number; hostPort?: number; anyUid?: boolean }>;
+  publish?: Array<number | string | { port: number; hostPort?: number; anyUid?: boolean; hosts?: string[] }>;
   /**
    * Credentials that never enter the sandbox (docs/secrets.md): inside, NAME
    * holds a stand-in, and the relay puts the real value in requests to the
@@ -120,6 +120,10 @@ export interface PublishedPort {
   /** http://127.0.0.1:HOSTPORT/ */
   url: string;
   anyUid: boolean;
+  /** The Host allowlist (lowercase), or null: any request, any protocol. */
+  hosts: string[] | null;
+  /** session.info only, with hosts: connections refused by the allowlist. */
+  refused?: number;
   /** session.info only: connections being relayed now. */
   connections?: number;
 }
@@ -365,7 +369,7 @@ export declare class Session {
   reset(): Promise<{ reset: true }>;
 
   /** Publishes `port` inside on 127.0.0.1 of the host (only this uid may connect unless anyUid). */
-  publish(port: number, options?: { hostPort?: number; anyUid?: boolean }): Promise<PublishedPort>;
+  publish(port: number, options?: { hostPort?: number; anyUid?: boolean; hosts?: string[] }): Promise<PublishedPort>;
   unpublish(port: number): Promise<void>;
   /** A new session starting from copies of this one's workspace layer, home and /tmp
    * (running processes are not copied). */

@@ -370,6 +370,7 @@ const struct fb_opt create_opts[] = {
     {"publish", 'p', FB_ARG_VALUE, "[HOSTPORT:]PORT", FB_OPT_ANY, set_publish,
      "relay 127.0.0.1:HOSTPORT on the host to PORT inside (repeatable; see session publish)",
      NULL},
+    ALLOW_HOST_OPT,
 };
 const size_t create_opts_n = FB_ARRAY_LEN(create_opts);
 
@@ -404,9 +405,18 @@ static int session_create(int argc, char **argv)
     if (r < 0 || opt_apply(&parsed, &co, &err) < 0) {
         opt_parsed_free(&parsed);
         json_decref(co.publish);
+        json_decref(co.allow_hosts);
         fb_warn("%s", err.msg);
         return FB_EXIT_SETUP;
     }
+    if (co.allow_hosts && !co.publish) {
+        opt_parsed_free(&parsed);
+        json_decref(co.allow_hosts);
+        fb_warn("session create: --allow-host applies to --publish: give a port to publish");
+        return FB_EXIT_SETUP;
+    }
+    publish_add_hosts(&co);
+    json_decref(co.allow_hosts);
     json_t *opts = json_array();
     for (size_t i = 0; i < parsed.n; i++) {
         const struct fb_optval *v = &parsed.v[i];

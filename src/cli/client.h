@@ -67,6 +67,7 @@ struct copts {
     int64_t timeout;
     bool want_stdin, parents, recursive, any_uid, force, patch, tty;
     json_t *publish; /* session create --publish */
+    json_t *allow_hosts; /* --allow-host: the publish's Host allowlist */
     const char *label;
 };
 
@@ -88,6 +89,13 @@ int client_opts(const char *cmd, const char *usage, const struct fb_opt *opts, s
 int client_session_more(int argc, char **argv);
 /* session create --publish [HOSTPORT:]PORT */
 int set_publish(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err);
+/* --allow-host NAME (session publish, session create): the published
+ * ports' Host allowlist; publish_add_hosts puts it on each --publish. */
+int set_allow_host(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err);
+void publish_add_hosts(struct copts *co);
+#define ALLOW_HOST_OPT                                                                           \
+    {"allow-host", 0, FB_ARG_VALUE, "NAME", FB_OPT_ANY, set_allow_host,                          \
+     "publish: relay only HTTP requests whose Host is NAME (repeatable; *.NAME too)", NULL}
 
 /* `fluebox run --server [SOCKET]` or FLUEBOX_SERVER (client_run.c): when
  * the run is to be served by a server, runs it there and returns 1 with

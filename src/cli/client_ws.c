@@ -1,6 +1,7 @@
 /* client_ws.c — the session subcommands beyond create/rm/ls/info
  * (docs/server.md):
- *   fluebox session publish [--any-uid] ID [HOSTPORT:]PORT   prints the URL
+ *   fluebox session publish [--any-uid] [--allow-host NAME]... ID [HOSTPORT:]PORT
+ *                                                   prints the URL
  *   fluebox session unpublish ID PORT
  *   fluebox session diff [--json] ID [PATH...]     the patch (or the JSON)
  *   fluebox session commit [--force] [--json] ID [PATH...]
@@ -39,6 +40,15 @@ static int set_flag(void *ctx, const struct fb_opt *o, const char *v, struct fb_
     return 0;
 }
 
+int set_allow_host(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
+{
+    struct copts *co = ctx;
+    if (!co->allow_hosts)
+        co->allow_hosts = json_array();
+    json_array_append_new(co->allow_hosts, json_string(v));
+    return 0;
+}
+
 int set_publish(void *ctx, const struct fb_opt *o, const char *v, struct fb_err *err)
 {
     struct copts *co = ctx;
@@ -55,11 +65,22 @@ int set_publish(void *ctx, const struct fb_opt *o, const char *v, struct fb_err 
     return 0;
 }
 
+void publish_add_hosts(struct copts *co)
+{
+    size_t i;
+    json_t *v;
+    if (!co->allow_hosts || !co->publish)
+        return;
+    json_array_foreach(co->publish, i, v)
+        json_object_set(v, "hosts", co->allow_hosts);
+}
+
 const struct fb_opt ws_opts[] = {
     SOCKET_OPT,
     {"json", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_json, "print the server's JSON answer", NULL},
     {"any-uid", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_flag,
      "publish: let every local user connect, not only the session's owner", NULL},
+    ALLOW_HOST_OPT,
     {"force", 0, FB_ARG_NONE, NULL, FB_OPT_ANY, set_flag,
      "commit: apply even with conflicts", NULL},
     {"label", 0, FB_ARG_VALUE, "TEXT", FB_OPT_ANY, set_label,
@@ -77,7 +98,9 @@ struct sub {
 static const struct sub subs[] = {
     {"publish", "ID [HOSTPORT:]PORT",
      "Relays 127.0.0.1:HOSTPORT on the host (a free port unless given) to PORT inside the\n"
-     "session, and prints the URL. Only the session's owner may connect unless --any-uid.",
+     "session, and prints the URL. Only the session's owner may connect unless --any-uid.\n"
+     "With --allow-host NAME (repeatable) only HTTP requests whose Host names NAME are\n"
+     "relayed (against DNS rebinding; *.NAME: every name below NAME).",
      1, 1},
     {"unpublish", "ID PORT", "Closes the host listener of PORT and its connections.", 1, 1},
     {"diff", "ID [PATH...]",
@@ -243,6 +266,7 @@ int client_session_more(int argc, char **argv)
             fb_warn("session %s: %s", sb->name, err.msg);
             json_decref(params);
             json_decref(pc.publish);
+            json_decref(co.allow_hosts);
             opt_parsed_free(&parsed);
             return FB_EXIT_SETUP;
         }
@@ -251,6 +275,8 @@ int client_session_more(int argc, char **argv)
         if (!strcmp(sb->name, "publish")) {
             method = "session.publish";
             json_object_set_new(params, "anyUid", json_boolean(co.any_uid));
+            if (co.allow_hosts)
+                json_object_set(params, "hosts", co.allow_hosts);
         } else {
             method = "session.unpublish";
             json_object_del(params, "hostPort");
@@ -282,6 +308,13 @@ int client_session_more(int argc, char **argv)
     if (n > 0 && (!strcmp(sb->name, "diff") || !strcmp(sb->name, "commit")))
         json_object_set_new(params, "paths", paths_of(n, args));
     opt_parsed_free(&parsed);
+    if (co.allow_hosts && strcmp(sb->name, "publish")) {
+        json_decref(co.allow_hosts);
+        json_decref(params);
+        fb_warn("session %s: --allow-host is an option of session publish", sb->name);
+        return FB_EXIT_SETUP;
+    }
+    json_decref(co.allow_hosts);
     struct cli c;
     if (cli_connect(&c, co.sock, &err) < 0) {
         json_decref(params);

@@ -411,7 +411,7 @@ bool port_on_record(struct sess *ss, uint64_t tag, json_t *h, int *fds, size_t n
 /* session.create's "publish": open the listeners (before the sandbox runs). */
 int ports_publish_all(struct sess *ss, json_t *list, struct proto_err *e);
 int port_spec_parse(json_t *v, const char *param, int *port, int *host_port, bool *any_uid,
-                    struct proto_err *e);
+                    json_t **hosts, struct proto_err *e);
 void ports_start(struct sess *ss);             /* the session is ready: accept */
 void ports_resume(struct srv *srv);            /* ports_paused_until has come */
 void ports_close(struct sess *ss);             /* close every listener and relay */

@@ -20,6 +20,16 @@
  * connection whose socket does not belong to the session's owner is closed
  * at once, before anything is relayed.
  *
+ * Which hosts (DNS rebinding): a web page whose name an attacker points at
+ * 127.0.0.1 is loaded by the owner's browser, which connects as the owner.
+ * A port published with "hosts" is HTTP only: the relay reads the head of
+ * each connection's first request (up to HEAD_MAX bytes) before it asks
+ * init for sockets, and relays nothing unless the request target is a path
+ * and its one Host header names an allowed host (any port); otherwise the
+ * client gets a 403 (400, 431) and the connection is closed: the server
+ * inside never sees it. Only the first request is read: a browser sends a
+ * connection's requests all for one origin, the one it connected for.
+ *
  * Relaying: both directions through a buffer of RELAY_BUF bytes each, in
  * the server's event loop; a full buffer stops reading its side, so a slow
  * reader holds up its writer instead of the server buffering. A side's EOF
@@ -33,12 +43,16 @@
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
 #define RELAY_BUF (32 * 1024)
 #define MAX_PUBS 16           /* published ports per session */
 #define MAX_RELAYS 128        /* relayed connections at once per session */
+#define HEAD_MAX 8192         /* the request head read for a Host check */
+#define MAX_HOSTS 16          /* names in a port's Host allowlist */
+#define HOST_MAX 255          /* the longest name in it */
 
 struct rdir {
     size_t off, len; /* pending bytes: buf[off..len) */
@@ -52,6 +66,7 @@ struct relay {
     struct watch w[2];   /* 0: the host's client, 1: the sandbox's server */
     int fd6;             /* the IPv6 socket, tried when 127.0.0.1 refuses */
     uint64_t tag;        /* waiting for init's sockets; 0 once they came */
+    bool checking;       /* reading the request head for the Host check */
     bool connecting;
     bool dead;
     struct relay *next, *prev;
@@ -64,6 +79,8 @@ struct pub {
     int port, host_port;
     bool any_uid;
     bool dead;
+    char **hosts;        /* the Host allowlist (NULL-terminated), or NULL */
+    uint64_t refused;    /* connections refused by it */
     struct pub *next;
 };
 
@@ -209,6 +226,142 @@ static int relay_connect(struct relay *r)
     }
 }
 
+/* ---- the Host allowlist ---- */
+
+/* A host name as compared: lowercase, without the brackets of an IPv6
+ * address and without a final dot. Written to out (HOST_MAX + 1 bytes);
+ * false when it is empty or too long. */
+static bool host_norm(const char *s, size_t n, char *out)
+{
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']')
+        s++, n -= 2;
+    if (n > 1 && s[n - 1] == '.')
+        n--;
+    if (n == 0 || n > HOST_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+    out[n] = 0;
+    return true;
+}
+
+static bool host_allowed(const struct pub *p, const char *name)
+{
+    size_t nl = strlen(name);
+    for (char **h = p->hosts; *h; h++) {
+        if (!strcmp(*h, name))
+            return true;
+        /* "*.example.test": any name below example.test (not itself). */
+        size_t hl = strlen(*h);
+        if (hl > 2 && (*h)[0] == '*' && nl > hl - 1 && !strcmp(name + nl - (hl - 1), *h + 1))
+            return true;
+    }
+    return false;
+}
+
+/* The name of a Host header's value (name[:port], [v6][:port]), normalized;
+ * false when it is not of that form. */
+static bool host_of_value(const char *v, size_t n, char *out)
+{
+    size_t end;
+    if (n && v[0] == '[') {
+        const char *rb = memchr(v, ']', n);
+        if (!rb)
+            return false;
+        end = (size_t)(rb - v) + 1;
+    } else {
+        const char *c = memchr(v, ':', n);
+        end = c ? (size_t)(c - v) : n;
+    }
+    if (end < n) {
+        if (v[end] != ':' || end + 1 == n)
+            return false;
+        for (size_t i = end + 1; i < n; i++)
+            if (v[i] < '0' || v[i] > '9')
+                return false;
+    }
+    for (size_t i = 0; i < end; i++)
+        if ((unsigned char)v[i] <= ' ' || v[i] == '/' || v[i] == '@' || v[i] == 0x7f)
+            return false;
+    return host_norm(v, end, out);
+}
+
+/* Check the request head in h[0..n): 0 when it is complete and allowed,
+ * 1 when more must be read, else the HTTP status to refuse it with. */
+static int head_check(const struct pub *p, const char *h, size_t n, bool eof)
+{
+    const char *end = NULL;
+    for (size_t i = 0; i + 1 < n && !end; i++)
+        if (h[i] == '\n' && (h[i + 1] == '\n' || (h[i + 1] == '\r' && i + 2 < n && h[i + 2] == '\n')))
+            end = h + i + 1;
+    if (!end)
+        return eof ? 400 : n >= HEAD_MAX ? 431 : 1;
+    /* The request line: METHOD SP TARGET SP VERSION; the target a path
+     * (or "*"): an absolute URI would name a host of its own. */
+    const char *nl = memchr(h, '\n', (size_t)(end - h));
+    const char *sp1 = memchr(h, ' ', (size_t)(nl - h));
+    if (!sp1 || sp1 == h || sp1 + 1 >= nl || (sp1[1] != '/' && sp1[1] != '*'))
+        return 400;
+    int found = 0;
+    char name[HOST_MAX + 1];
+    bool ok = false;
+    for (const char *l = nl + 1; l < end;) {
+        const char *le = memchr(l, '\n', (size_t)(end - l));
+        if (!le)
+            break;
+        size_t ll = (size_t)(le - l);
+        if (ll && l[ll - 1] == '\r')
+            ll--;
+        if (ll > 5 && !strncasecmp(l, "host:", 5)) {
+            const char *v = l + 5, *ve = l + ll;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            found++;
+            ok = host_of_value(v, (size_t)(ve - v), name) && host_allowed(p, name);
+        } else if (ll >= 4 && !strncasecmp(l, "host", 4) && (l[4] == ' ' || l[4] == '\t')) {
+            return 400; /* whitespace before the colon: not a header a server reads alike */
+        }
+        l = le + 1;
+    }
+    if (found != 1)
+        return 400;
+    return ok ? 0 : 403;
+}
+
+/* The client is refused: a short answer, then the connection is closed. */
+static void head_refuse(struct relay *r, int status)
+{
+    const char *what = status == 403   ? "403 Forbidden"
+                       : status == 431 ? "431 Request Header Fields Too Large"
+                                       : "400 Bad Request";
+    const char *why = status == 403 ? "fluebox: this published port does not serve that host name\n"
+                                    : "fluebox: this published port needs an HTTP request with one "
+                                      "Host header\n";
+    char buf[400];
+    int n = snprintf(buf, sizeof buf,
+                     "HTTP/1.1 %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s",
+                     what, strlen(why), why);
+    ssize_t w;
+    do
+        w = send(r->w[0].fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    while (w < 0 && errno == EINTR);
+    shutdown(r->w[0].fd, SHUT_WR);
+    r->pub->refused++;
+    relay_free(r);
+}
+
+/* Ask init for the sockets that reach the port inside. */
+static int relay_ask_sockets(struct relay *r)
+{
+    struct sess *ss = r->pub->ss;
+    r->tag = ++ss->next_tag;
+    json_t *h = json_pack("{s:s, s:I}", "op", "sock", "t", (json_int_t)r->tag);
+    return sess_send(ss, h, NULL, 0, NULL, 0);
+}
+
 /* Move what can be moved; close the relay when both directions are done
  * or one side failed. */
 static void relay_pump(struct relay *r)
@@ -220,8 +373,9 @@ static void relay_pump(struct relay *r)
             int src = r->w[dir].fd, dst = r->w[1 - dir].fd;
             bool inside_up = r->w[1].fd >= 0 && !r->connecting;
             bool dst_ready = dir == 1 || inside_up;
-            if (!d->eof && d->len < RELAY_BUF && (dir == 0 || inside_up)) {
-                ssize_t n = read(src, d->buf + d->len, RELAY_BUF - d->len);
+            size_t cap = dir == 0 && r->checking ? HEAD_MAX : RELAY_BUF;
+            if (!d->eof && d->len < cap && (dir == 0 || inside_up)) {
+                ssize_t n = read(src, d->buf + d->len, cap - d->len);
                 if (n > 0) {
                     d->len += (size_t)n;
                     moved = true;
@@ -230,6 +384,16 @@ static void relay_pump(struct relay *r)
                     moved = true;
                 } else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
                     return relay_free(r);
+                }
+                if (dir == 0 && r->checking) {
+                    int st = head_check(r->pub, d->buf, d->len, d->eof);
+                    if (st > 1)
+                        return head_refuse(r, st);
+                    if (st == 0) {
+                        r->checking = false;
+                        if (relay_ask_sockets(r) < 0)
+                            return relay_free(r);
+                    }
                 }
             }
             if (dst_ready && d->len > d->off) {
@@ -348,13 +512,13 @@ void on_port(struct pub *p)
         r->fd6 = -1;
         w_init(&r->w[0], W_RELAY, 0, r, fd);
         w_init(&r->w[1], W_RELAY, 1, r, -1);
-        r->tag = ++ss->next_tag;
         r->next = ss->relays;
         if (ss->relays)
             ss->relays->prev = r;
         ss->relays = r;
-        json_t *h = json_pack("{s:s, s:I}", "op", "sock", "t", (json_int_t)r->tag);
-        if (sess_send(ss, h, NULL, 0, NULL, 0) < 0) {
+        /* With a Host allowlist the request head comes first (relay_pump). */
+        r->checking = p->hosts != NULL;
+        if (!r->checking && relay_ask_sockets(r) < 0) {
             relay_free(r);
             continue;
         }
@@ -372,6 +536,10 @@ static void pub_close(struct pub *p)
     }
     w_close(ss->srv, &p->w);
     p->dead = true;
+    for (char **h = p->hosts; h && *h; h++)
+        free(*h);
+    free(p->hosts);
+    p->hosts = NULL;
 }
 
 void ports_close(struct sess *ss)
@@ -422,6 +590,13 @@ static json_t *pub_json(const struct pub *p)
     json_object_set_new(o, "host", json_string("127.0.0.1"));
     json_object_set_new(o, "url", json_sprintf("http://127.0.0.1:%d/", p->host_port));
     json_object_set_new(o, "anyUid", json_boolean(p->any_uid));
+    json_t *h = json_null();
+    if (p->hosts) {
+        h = json_array();
+        for (char **x = p->hosts; *x; x++)
+            json_array_append_new(h, json_string(*x));
+    }
+    json_object_set_new(o, "hosts", h);
     return o;
 }
 
@@ -434,18 +609,53 @@ json_t *ports_json(struct sess *ss)
         for (struct relay *r = ss->relays; r; r = r->next)
             n += r->pub == p;
         json_object_set_new(o, "connections", json_integer(n));
+        if (p->hosts)
+            json_object_set_new(o, "refused", json_integer((json_int_t)p->refused));
         json_array_append_new(a, o);
     }
     return a;
 }
 
-/* One entry of a publish request: {port, hostPort, anyUid}, a port number,
- * or "[HOSTPORT:]PORT". */
+/* A publish request's "hosts": null or absent (no check), or 1 to
+ * MAX_HOSTS names: a host name, an IPv4 or IPv6 address (brackets
+ * optional), or "*.NAME" for every name below NAME. *out: borrowed, or
+ * NULL. */
+static int hosts_parse(json_t *v, const char *param, json_t **out, struct proto_err *e)
+{
+    *out = NULL;
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_array(v) || json_array_size(v) < 1 || json_array_size(v) > MAX_HOSTS)
+        return perr_param(e, param, "%s: hosts must be an array of 1 to %d host names", param,
+                          MAX_HOSTS);
+    size_t i;
+    json_t *h;
+    json_array_foreach(v, i, h)
+    {
+        const char *s = json_string_value(h);
+        char name[HOST_MAX + 1];
+        bool good = s && host_norm(s, strlen(s), name) && strcmp(name, "*");
+        for (size_t k = 0; good && name[k]; k++) {
+            char c = name[k];
+            good = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                   c == '_' || c == ':' || (c == '*' && k == 0 && name[1] == '.');
+        }
+        if (!good)
+            return perr_param(e, param, "%s: hosts: \"%.64s\" is not a host name (NAME, an "
+                              "address, or *.NAME)", param, s ? s : "(not a string)");
+    }
+    *out = v;
+    return 0;
+}
+
+/* One entry of a publish request: {port, hostPort, anyUid, hosts}, a port
+ * number, or "[HOSTPORT:]PORT". *hosts: borrowed, or NULL. */
 int port_spec_parse(json_t *v, const char *param, int *port, int *host_port, bool *any_uid,
-                    struct proto_err *e)
+                    json_t **hosts, struct proto_err *e)
 {
     *host_port = 0;
     *any_uid = false;
+    *hosts = NULL;
     int64_t pt = -1, hp = 0;
     if (json_is_integer(v)) {
         pt = json_integer_value(v);
@@ -462,7 +672,8 @@ int port_spec_parse(json_t *v, const char *param, int *port, int *host_port, boo
         pt = (int64_t)b;
     } else if (json_is_object(v)) {
         if (pget_int(v, "port", &pt, -1, 1, 65535, e) < 0 ||
-            pget_int(v, "hostPort", &hp, 0, 0, 65535, e) < 0 || pget_bool(v, "anyUid", any_uid, false, e) < 0) {
+            pget_int(v, "hostPort", &hp, 0, 0, 65535, e) < 0 || pget_bool(v, "anyUid", any_uid, false, e) < 0 ||
+            hosts_parse(json_object_get(v, "hosts"), param, hosts, e) < 0) {
             snprintf(e->param, sizeof e->param, "%s", param);
             return -1;
         }
@@ -476,14 +687,48 @@ int port_spec_parse(json_t *v, const char *param, int *port, int *host_port, boo
 
 /* Publish port of ss: the listener is opened at once; its connections are
  * taken while the session runs. The entry (existing or new) or NULL with e. */
-static struct pub *publish(struct sess *ss, int port, int host_port, bool any_uid,
+/* The names of hosts (a checked array, or NULL) as a pub keeps them. */
+static char **hosts_copy(json_t *hosts)
+{
+    if (!hosts)
+        return NULL;
+    char **v = fb_xcalloc(json_array_size(hosts) + 1, sizeof *v);
+    size_t i, n = 0;
+    json_t *h;
+    json_array_foreach(hosts, i, h)
+    {
+        char name[HOST_MAX + 1];
+        const char *s = json_string_value(h);
+        if (host_norm(s, strlen(s), name))
+            v[n++] = fb_xstrdup(name);
+    }
+    return v;
+}
+
+static bool hosts_equal(char **a, json_t *b)
+{
+    char **c = hosts_copy(b);
+    bool eq = !a == !c;
+    size_t i = 0;
+    for (; eq && a && a[i] && c[i]; i++)
+        eq = !strcmp(a[i], c[i]);
+    if (eq && a)
+        eq = !a[i] && !c[i];
+    for (char **x = c; x && *x; x++)
+        free(*x);
+    free(c);
+    return eq;
+}
+
+static struct pub *publish(struct sess *ss, int port, int host_port, bool any_uid, json_t *hosts,
                            struct proto_err *e)
 {
     unsigned n = 0;
     for (struct pub *p = ss->pubs; p; p = p->next, n++) {
         if (p->port != port)
             continue;
-        if ((host_port == 0 || host_port == p->host_port) && any_uid == p->any_uid)
+        if ((host_port == 0 || host_port == p->host_port) && any_uid == p->any_uid &&
+            hosts_equal(p->hosts, hosts))
             return p; /* the same request again */
         perr_param(e, "port", "port %d is published already, as 127.0.0.1:%d%s (unpublish it first)",
                    port, p->host_port, p->any_uid ? " for any uid" : "");
@@ -503,6 +748,7 @@ static struct pub *publish(struct sess *ss, int port, int host_port, bool any_ui
     p->port = port;
     p->host_port = bound;
     p->any_uid = any_uid;
+    p->hosts = hosts_copy(hosts);
     w_init(&p->w, W_PORT, 0, p, fd);
     /* Appended: session.info lists them in the order they were made. */
     struct pub **tail = &ss->pubs;
@@ -536,7 +782,9 @@ int ports_publish_all(struct sess *ss, json_t *list, struct proto_err *e)
     {
         int port, hp;
         bool any;
-        if (port_spec_parse(v, "publish", &port, &hp, &any, e) < 0 || !publish(ss, port, hp, any, e))
+        json_t *hosts;
+        if (port_spec_parse(v, "publish", &port, &hp, &any, &hosts, e) < 0 ||
+            !publish(ss, port, hp, any, hosts, e))
             return -1;
     }
     return 0;
@@ -548,19 +796,24 @@ void m_session_publish(struct conn *c, const struct method *m, json_t *id, json_
     struct proto_err e = {0};
     int64_t port, hp;
     bool any;
+    json_t *hosts;
     if (pget_int(params, "port", &port, -1, 1, 65535, &e) < 0 ||
         pget_int(params, "hostPort", &hp, 0, 0, 65535, &e) < 0 ||
-        pget_bool(params, "anyUid", &any, false, &e) < 0)
+        pget_bool(params, "anyUid", &any, false, &e) < 0 ||
+        hosts_parse(json_object_get(params, "hosts"), "hosts", &hosts, &e) < 0)
         return send_error(c, id, &e);
     if (port < 0) {
         perr_param(&e, "port", "port is required");
         return send_error(c, id, &e);
     }
-    struct pub *p = publish(ss, (int)port, (int)hp, any, &e);
+    struct pub *p = publish(ss, (int)port, (int)hp, any, hosts, &e);
     if (!p)
         return send_error(c, id, &e);
-    srv_log_event(ss, "publish", json_pack("{s:i, s:i, s:b}", "port", p->port, "hostPort",
-                                           p->host_port, "anyUid", p->any_uid));
+    json_t *pj = pub_json(p);
+    srv_log_event(ss, "publish", json_pack("{s:i, s:i, s:b, s:O}", "port", p->port, "hostPort",
+                                           p->host_port, "anyUid", p->any_uid, "hosts",
+                                           json_object_get(pj, "hosts")));
+    json_decref(pj);
     send_result(c, id, pub_json(p));
 }
 

@@ -573,13 +573,14 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
         json_t *v;
         int port, hp;
         bool any;
+        json_t *hosts;
         if (!json_is_array(publish)) {
             perr_param(&e, "publish", "publish must be an array");
             return send_error(c, id, &e);
         }
         json_array_foreach(publish, i, v)
         {
-            if (port_spec_parse(v, "publish", &port, &hp, &any, &e) < 0)
+            if (port_spec_parse(v, "publish", &port, &hp, &any, &hosts, &e) < 0)
                 return send_error(c, id, &e);
         }
     } else {

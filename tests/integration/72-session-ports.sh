@@ -82,6 +82,83 @@ URL=$OUT
 case "$URL" in http://127.0.0.1:*/) ok "session publish prints the URL";; *) fail "session publish prints the URL" "$OUT $ERR";; esac
 out=$(curl_as "$OTHER" "${URL}index.html" 2>&1)
 [ "$out" = "hello from $ID" ] && ok "--any-uid: another uid may connect" || fail "--any-uid: another uid may connect" "$out"
+# --- the Host allowlist (DNS rebinding) ---------------------------------------------
+# A page whose name an attacker points at 127.0.0.1 is loaded by the owner's
+# browser, which connects as the owner (the uid check passes) and sends its
+# own name as Host. With --allow-host only requests naming an allowed host
+# reach the server inside; the others get 403 and the server never sees them.
+serve_in "$ID" 8002
+run_fb session publish --socket "$SOCK" --allow-host localhost --allow-host '*.dev.test' "$ID" 8002
+HURL=$OUT; HHP=${HURL#http://127.0.0.1:}; HHP=${HHP%/}
+[ "$RC" = 0 ] && ok "session publish --allow-host" || fail "session publish --allow-host" "rc=$RC $ERR"
+if wait_for 15 curl_as "$FB_AS" -f -H "Host: localhost:$HHP" "${HURL}index.html" -o /dev/null; then
+  ok "--allow-host: a request naming an allowed host (localhost:PORT) is relayed"
+else
+  fail "--allow-host: an allowed host is relayed" "$(curl_as "$FB_AS" -i -H "Host: localhost:$HHP" "${HURL}index.html" 2>&1)"
+fi
+out=$(curl_as "$FB_AS" -H "Host: app.dev.test" "${HURL}index.html" 2>&1)
+[ "$out" = "hello from $ID" ] && ok "--allow-host '*.dev.test': app.dev.test is relayed" || fail "*.dev.test" "$out"
+# The rebinding itself: evil.test resolved to 127.0.0.1, as the browser would.
+code=$(curl_as "$FB_AS" -o "$T/rebind.out" -w '%{http_code}' --resolve "evil.test:$HHP:127.0.0.1" "http://evil.test:$HHP/rebind-probe" 2>&1)
+if [ "$code" = 403 ] && grep -q "does not serve that host name" "$T/rebind.out"; then
+  ok "--allow-host: a rebound name (Host: evil.test:PORT) gets 403"
+else
+  fail "--allow-host: a rebound name gets 403" "$code $(cat "$T/rebind.out")"
+fi
+code=$(curl_as "$FB_AS" -o /dev/null -w '%{http_code}' -H "Host: dev.test" "${HURL}rebind-probe" 2>&1)
+[ "$code" = 403 ] && ok "--allow-host '*.dev.test' does not allow dev.test itself" || fail "*.dev.test vs dev.test" "$code"
+code=$(curl_as "$FB_AS" -o /dev/null -w '%{http_code}' -H "Host:" "${HURL}rebind-probe" 2>&1)
+[ "$code" = 400 ] && ok "--allow-host: a request without Host gets 400" || fail "no Host: 400" "$code"
+# raw_as PORT PIECE...: send the pieces (a moment apart) as the owner, print
+# the answer's body, or "status NNN" for an answer that is not 200.
+raw_as() {
+  local who=(); [ "$FB_AS" = root ] || who=(setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups --)
+  local py=python3; [ -x /usr/bin/python3 ] && py=/usr/bin/python3
+  "${who[@]}" "$py" - "$@" <<'PYEOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 10)
+s.settimeout(10)
+for i, piece in enumerate(sys.argv[2:]):
+    if i:
+        time.sleep(0.3)
+    s.sendall(piece.encode().decode("unicode_escape").encode())
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+head, _, body = data.partition(b"\r\n\r\n")
+status = head.split(b" ")[1].decode() if b" " in head else "none"
+print(body.decode().strip() if status == "200" else "status " + status)
+PYEOF
+}
+out=$(raw_as "$HHP" 'GET /rebind-probe HTTP/1.0\r\nHost: localhost\r\nHost: evil.test\r\n\r\n' 2>&1)
+[ "$out" = "status 400" ] && ok "--allow-host: two Host headers get 400" || fail "two Host headers: 400" "$out"
+code=$(curl_as "$FB_AS" -o /dev/null -w '%{http_code}' --request-target "http://evil.test/rebind-probe" -H "Host: localhost" "${HURL}" 2>&1)
+[ "$code" = 400 ] && ok "--allow-host: an absolute request target gets 400" || fail "absolute target: 400" "$code"
+# A head that arrives in pieces is read whole before the check; what
+# follows it is relayed as usual (20 MB back, the same bytes).
+out=$(raw_as "$HHP" 'GET /index.html HTTP/1.0\r\nHo' 'st: LOCALHOST.\r\n\r\n' 2>&1)
+[ "$out" = "hello from $ID" ] && ok "--allow-host: a head sent in pieces, LOCALHOST. (case, final dot) is relayed" || fail "head in pieces" "$out"
+got=$(curl_as "$FB_AS" -H "Host: localhost" "${HURL}big.bin" | sha256sum); got=${got%% *}
+[ "$want" = "$got" ] && ok "--allow-host: 20 MB through the checked port, same bytes" || fail "20 MB through the checked port" "want $want got $got"
+run_fb exec --socket "$SOCK" "$ID" -- cat /tmp/www.log
+case "$OUT" in *rebind-probe*) fail "refused requests never reach the server inside" "$OUT";;
+  *index.html*) ok "refused requests never reach the server inside (its log has none)";;
+  *) fail "refused requests never reach the server inside" "no log: $OUT $ERR";; esac
+run_fb session info --socket "$SOCK" "$ID"
+if printf '%s' "$OUT" | python3 -c '
+import json, sys
+p = [x for x in json.load(sys.stdin)["ports"] if x["port"] == 8002][0]
+sys.exit(not (p["hosts"] == ["localhost", "*.dev.test"] and p["refused"] == 5))'; then
+  ok "session info: the port's hosts and its 5 refused connections"
+else
+  fail "session info: hosts and refused" "$OUT"
+fi
+expect_err "--allow-host '*' is refused" 125 "is not a host name" session publish --socket "$SOCK" --allow-host '*' "$ID" 8003
+expect_err "--allow-host 'a/b' is refused" 125 "is not a host name" session publish --socket "$SOCK" --allow-host 'a/b' "$ID" 8003
+expect_err "--allow-host on session diff is refused" 125 "option of session publish" session diff --socket "$SOCK" --allow-host x "$ID"
 # A port nobody listens on inside: the client's connection is closed.
 run_fb session publish --socket "$SOCK" "$ID" 9
 out=$(curl_as "$FB_AS" "$OUT" 2>&1); rc=$?

@@ -599,10 +599,12 @@ class Session {
    * Publishes a port of the session on the host's loopback: a server started
    * inside on `port` is reached at the result's `url` (127.0.0.1:hostPort;
    * a free port unless `hostPort`). Only this uid may connect unless
-   * `anyUid: true`. Resolves with { port, hostPort, host, url, anyUid }.
+   * `anyUid: true`. `hosts: ['localhost']`: relay only HTTP requests whose
+   * Host names one of them (against DNS rebinding). Resolves with
+   * { port, hostPort, host, url, anyUid, hosts }.
    */
   async publish(port, opts = {}) {
-    checkKeys(opts, new Set(['hostPort', 'anyUid']), 'publish');
+    checkKeys(opts, new Set(['hostPort', 'anyUid', 'hosts']), 'publish');
     return this._req('session.publish', { port, ...opts });
   }
 

@@ -394,8 +394,10 @@ class FlueboxSandbox {
    * host: resolves with { url, hostPort, ... } (127.0.0.1; only this uid may
    * connect unless anyUid). */
   publish(port, options) {
-    const opts = onlyKeys('publish', options, ['anyUid']);
-    return this._call('publish', (s) => s.publish(port, opts.anyUid ? { anyUid: true } : {}));
+    const opts = onlyKeys('publish', options, ['anyUid', 'hosts']);
+    const o = opts.anyUid ? { anyUid: true } : {};
+    if (opts.hosts) o.hosts = opts.hosts;
+    return this._call('publish', (s) => s.publish(port, o));
   }
 
   unpublish(port) {

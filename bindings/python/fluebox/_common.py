@@ -397,13 +397,18 @@ def grant_params(fn: str, allow_net: Optional[str] = None, allow_http: Optional[
     return p
 
 
-def publish_params(port: int, host_port: Optional[int], any_uid: bool) -> Dict[str, Any]:
+def publish_params(port: int, host_port: Optional[int], any_uid: bool,
+                   hosts: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     """session.publish parameters (the session's id is added by the caller)."""
     p: Dict[str, Any] = {"port": port}
     if host_port is not None:
         p["hostPort"] = host_port
     if any_uid:
         p["anyUid"] = True
+    if hosts is not None:
+        if isinstance(hosts, str):
+            raise TypeError("hosts must be a list of host names, not a string")
+        p["hosts"] = list(hosts)
     return p
 
 

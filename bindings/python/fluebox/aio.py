@@ -509,9 +509,11 @@ class AsyncSession:
         return await self._req("workspace.reset")
 
     async def publish(self, port: int, *, host_port: Optional[int] = None,
-                      any_uid: bool = False) -> Dict[str, Any]:
+                      any_uid: bool = False,
+                      hosts: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         """As Session.publish."""
-        return await self._req("session.publish", **C.publish_params(port, host_port, any_uid))
+        return await self._req("session.publish",
+                               **C.publish_params(port, host_port, any_uid, hosts))
 
     async def unpublish(self, port: int) -> None:
         await self._req("session.unpublish", port=port)

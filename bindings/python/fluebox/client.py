@@ -556,12 +556,16 @@ class Session:
     # -- published ports, fork and snapshots (docs/protocol.md 4.17, 4.18) --
 
     def publish(self, port: int, *, host_port: Optional[int] = None,
-                any_uid: bool = False) -> Dict[str, Any]:
+                any_uid: bool = False,
+                hosts: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         """Makes a server started inside on ``port`` reachable from the host:
-        returns {"port", "hostPort", "host": "127.0.0.1", "url", "anyUid"}.
-        Only this uid may connect unless ``any_uid``; ``host_port``: a given
-        host port instead of a free one."""
-        return self._req("session.publish", **C.publish_params(port, host_port, any_uid))
+        returns {"port", "hostPort", "host": "127.0.0.1", "url", "anyUid",
+        "hosts"}. Only this uid may connect unless ``any_uid``; ``host_port``:
+        a given host port instead of a free one; ``hosts`` (e.g.
+        ["localhost"]): relay only HTTP requests whose Host names one of them
+        (against DNS rebinding, docs/server.md)."""
+        return self._req("session.publish",
+                         **C.publish_params(port, host_port, any_uid, hosts))
 
     def unpublish(self, port: int) -> None:
         """Closes the host listener of ``port`` and the connections it relays."""
