@@ -12,12 +12,15 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
 #define START_FILE "fluebox-start"
 
-static void tree_usage(int dirfd, int64_t limit, int depth, int64_t *total);
+static void tree_usage(int dirfd, int64_t limit, int depth, int64_t dir_cost, int64_t *total);
 
 /* ---- supervisor: state ---- */
 
@@ -90,6 +93,8 @@ int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow
     c->root = ids->root;
     c->inside_uid = p->uid;
     c->inside_gid = p->gid;
+    c->sandbox_uid = ids->host_uid;
+    c->sandbox_gid = ids->host_gid;
     c->disk = p->limits.disk;
     /* Conflicts are host entries whose ctime is at or after this. Taken
      * from the fine clock, so nothing changed before now can look newer;
@@ -102,9 +107,13 @@ int cow_begin(const struct fb_policy *p, const struct fb_ids *ids, struct fb_cow
         c->upper_dir = fb_xstrdup(p->cow_upper);
         persistent_start(c, p->cow_upper);
         int d = open(p->cow_upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d >= 0 && fstat(d, &st) == 0) {
+            c->dir_uid = st.st_uid;
+            c->dir_gid = st.st_gid;
+        }
         int64_t used = 0;
         if (d >= 0 && c->disk > 0)
-            tree_usage(d, c->disk, 0, &used);
+            tree_usage(d, c->disk, 0, 0, &used);
         if (d >= 0)
             close(d);
         if (c->disk > 0 && used >= c->disk) {
@@ -259,11 +268,11 @@ const struct fb_cow_base *cow_base_get(const struct fb_cow *c, const char *path)
  * changes are reported (a layer at --disk is reported full and not
  * committed). */
 
-/* Add the blocks of everything below dirfd to *total, stopping early once
- * it passes limit. A directory the sandbox made unsearchable is opened up
- * for a moment (we own it when fluebox is unprivileged; root needs none of
- * this). */
-static void tree_usage(int dirfd, int64_t limit, int depth, int64_t *total)
+/* Add the blocks of everything below dirfd to *total (and dir_cost for
+ * each directory), stopping early once it passes limit. A directory the
+ * sandbox made unsearchable is opened up for a moment (we own it when
+ * fluebox is unprivileged; root needs none of this). */
+static void tree_usage(int dirfd, int64_t limit, int depth, int64_t dir_cost, int64_t *total)
 {
     int fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -283,19 +292,20 @@ static void tree_usage(int dirfd, int64_t limit, int depth, int64_t *total)
         *total += (int64_t)st.st_blocks * 512;
         if (!S_ISDIR(st.st_mode) || depth > 512)
             continue;
+        *total += dir_cost;
         int sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sub < 0 && errno == EACCES && st.st_uid == geteuid() &&
             fchmodat(dirfd, e->d_name, (st.st_mode & 07777) | 0500, 0) == 0) {
             sub = openat(dirfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
-                tree_usage(sub, limit, depth + 1, total);
+                tree_usage(sub, limit, depth + 1, dir_cost, total);
             fchmodat(dirfd, e->d_name, st.st_mode & 07777, 0);
             if (sub >= 0)
                 close(sub);
             continue;
         }
         if (sub >= 0) {
-            tree_usage(sub, limit, depth + 1, total);
+            tree_usage(sub, limit, depth + 1, dir_cost, total);
             close(sub);
         }
     }
@@ -306,13 +316,13 @@ int64_t cow_upper_usage(const struct fb_cow *c, int64_t limit)
 {
     int64_t total = 0;
     if (c->store >= 0)
-        tree_usage(c->store, limit < 0 ? INT64_MAX : limit, 0, &total);
+        tree_usage(c->store, limit < 0 ? INT64_MAX : limit, 0, 0, &total);
     return total;
 }
 
 bool cow_upper_over(struct fb_cow *c)
 {
-    if (!c->persistent || c->disk <= 0 || c->store < 0)
+    if (!c->persistent || c->staged || c->disk <= 0 || c->store < 0)
         return false;
     if (!c->over_disk)
         c->over_disk = cow_upper_usage(c, c->disk) >= c->disk;
@@ -321,7 +331,7 @@ bool cow_upper_over(struct fb_cow *c)
 
 bool cow_upper_full(const struct fb_cow *c)
 {
-    if (c->persistent)
+    if (c->persistent && !c->staged)
         return c->disk > 0 && c->store >= 0 &&
                (c->over_disk || cow_upper_usage(c, c->disk) >= c->disk);
     struct statvfs sv;
@@ -332,6 +342,115 @@ bool cow_upper_full(const struct fb_cow *c)
     if (sv.f_files > 0 && sv.f_favail == 0)
         return true;
     return false;
+}
+
+/* ---- a staged layer back into --cow-upper DIR ---- */
+
+#define PERSIST_NEW ".fluebox-upper.new"
+
+/* Remove DIR/name (a directory tree), never following a link. */
+static void remove_tree(int dir, const char *name)
+{
+    int d = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d < 0)
+        return;
+    fchmod(d, 0700);
+    tree_empty(d);
+    close(d);
+    unlinkat(dir, name, AT_REMOVEDIR);
+}
+
+/* In the helper: copy the layer to DIR/PERSIST_NEW and exchange it with
+ * DIR/upper. Unprivileged, the helper is in the sandbox's user namespace
+ * first, where it may read what the sandbox made unreadable (the files
+ * are the caller's, whose id that namespace maps). */
+static int persist_copy(struct fb_cow *c, int dir, struct fb_err *err)
+{
+    if (!c->root && c->userns >= 0 && setns(c->userns, CLONE_NEWUSER) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "joining the sandbox's user namespace");
+    remove_tree(dir, PERSIST_NEW); /* what a killed run left */
+    if (mkdirat(dir, PERSIST_NEW, 0700) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "creating %s", PERSIST_NEW);
+    int dst = openat(dir, PERSIST_NEW, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    /* As root the sandbox's files become DIR's owner's, as the idmapped
+     * DIR showed them to the sandbox. */
+    struct tree_copy_opts o = {.from = {c->sandbox_uid, c->sandbox_gid, 1},
+                               .to = {c->dir_uid, c->dir_gid, 1},
+                               .chown = c->root};
+    if (dst < 0 || tree_copy(c->upper, dst, &o, err) < 0) {
+        if (dst >= 0)
+            close(dst);
+        if (!err->msg[0])
+            fb_errno(err, FB_EXIT_SETUP, "copying the layer");
+        remove_tree(dir, PERSIST_NEW);
+        return -1;
+    }
+    close(dst);
+    if (renameat2(dir, PERSIST_NEW, dir, "upper", RENAME_EXCHANGE) == 0) {
+        remove_tree(dir, PERSIST_NEW); /* the layer of before */
+    } else if (errno != ENOENT || renameat(dir, PERSIST_NEW, dir, "upper") < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "putting the layer in place");
+        remove_tree(dir, PERSIST_NEW);
+        return -1;
+    }
+    syncfs(dir);
+    return 0;
+}
+
+int cow_persist(struct fb_cow *c, struct fb_err *err)
+{
+    if (!c->staged || !c->upper_dir || c->upper < 0)
+        return 0;
+    c->staged = false;
+    cleanup_close int dir = open(c->upper_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "--cow-upper %s", c->upper_dir);
+    /* Measured as a disk would hold it: what tmpfs holds once (a hard
+     * link) is copied for each name, and a directory takes a block, which
+     * tmpfs does not count: a layer that filled --disk still fits in the
+     * slack, unless it is mostly directories or hard links. */
+    int64_t need = 0, most = c->disk + c->disk / COW_PERSIST_SLACK_DIV;
+    if (c->disk > 0) {
+        tree_usage(c->upper, most, 0, 4096, &need);
+        if (need > most)
+            return fb_errf(err, FB_EXIT_SETUP,
+                           "--cow-upper %s: this run's layer is not kept: copied there it would "
+                           "take more than --disk (%lld bytes) and its slack (1/%d more for "
+                           "directories; hard links become copies): %s/upper is as it was before "
+                           "the run",
+                           c->upper_dir, (long long)c->disk, COW_PERSIST_SLACK_DIV, c->upper_dir);
+    }
+    int pf[2];
+    if (pipe2(pf, O_CLOEXEC) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "pipe");
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(pf[0]);
+        close(pf[1]);
+        return fb_errno(err, FB_EXIT_SETUP, "fork");
+    }
+    if (pid == 0) {
+        close(pf[0]);
+        struct fb_err e = {0};
+        int rc = persist_copy(c, dir, &e);
+        if (rc < 0)
+            (void)fb_write_all(pf[1], e.msg, strlen(e.msg));
+        _exit(rc < 0 ? 1 : 0);
+    }
+    close(pf[1]);
+    char msg[sizeof err->msg];
+    ssize_t n = fb_read_full(pf[0], msg, sizeof msg - 1);
+    close(pf[0]);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return fb_errno(err, FB_EXIT_SETUP, "waiting for the copy of the layer");
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    msg[n > 0 ? n : 0] = 0;
+    return fb_errf(err, FB_EXIT_SETUP, "--cow-upper %s: this run's layer could not be kept (%s): "
+                   "%s/upper is as it was before the run", c->upper_dir,
+                   msg[0] ? msg : "the copy failed", c->upper_dir);
 }
 
 /* ---- reset ---- */

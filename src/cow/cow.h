@@ -74,6 +74,14 @@ struct fb_cow {
     int upper;               /* upper/ directory fd, or -1 until attached */
     int userns, mntns;       /* the sandbox's namespaces (reset), or -1 */
     bool persistent;         /* --cow-upper: the caller's directory */
+    bool staged;             /* --cow-upper with --disk: the layer lives in the
+                                scratch tmpfs while the sandbox runs (sized by
+                                the kernel) and is copied back into the
+                                caller's directory after (cow_persist) */
+    uid_t sandbox_uid;       /* the sandbox user's host ids (its files in a staged layer) */
+    gid_t sandbox_gid;
+    uid_t dir_uid;           /* the owner of --cow-upper DIR (its files in DIR) */
+    gid_t dir_gid;
     bool start_pending;      /* --cow-upper: its start file is written once the layer is made */
     char *upper_dir;         /* --cow-upper DIR (host path), or NULL */
     bool root;               /* fluebox runs as root */
@@ -121,14 +129,25 @@ json_t *cow_snapshot(struct fb_cow *c, json_t *params, struct proto_err *e);
 json_t *cow_snapshot_restore(struct fb_cow *c, json_t *params, struct proto_err *e);
 json_t *cow_snapshots_json(const struct fb_cow *c);
 
+/* --cow-upper DIR with --disk: put the staged layer (c->staged) back into
+ * DIR, in place of DIR/upper, once the sandbox is gone: copied to a new
+ * directory there, then exchanged with the old one (a crash leaves DIR/upper
+ * old or new, never mixed). Refused, keeping DIR/upper as it was, when the
+ * copy would take more than --disk and its slack there (hard links are
+ * copied as separate files, a directory takes a block, which tmpfs does not
+ * count). 0 also when there is nothing to do. */
+int cow_persist(struct fb_cow *c, struct fb_err *err);
+#define COW_PERSIST_SLACK_DIV 8 /* the slack: --disk / 8 */
+
 /* Has the upper layer run out of space or inodes? (A --cow-upper layer:
  * has it reached --disk?) */
 bool cow_upper_full(const struct fb_cow *c);
 
-/* --disk on a --cow-upper layer, which no file system limit enforces: the
- * bytes the layer's directory takes (counting stops past limit, -1 = no
- * limit), and whether it has reached --disk (remembered once true). For a
- * tmpfs layer cow_upper_over() is always false: the kernel enforces it. */
+/* --disk on a --cow-upper layer kept in DIR (not staged: Linux before 6.6),
+ * which no file system limit enforces: the bytes the layer's directory
+ * takes (counting stops past limit, -1 = no limit), and whether it has
+ * reached --disk (remembered once true). For a tmpfs layer, staged or not,
+ * cow_upper_over() is always false: the kernel enforces it. */
 int64_t cow_upper_usage(const struct fb_cow *c, int64_t limit);
 bool cow_upper_over(struct fb_cow *c);
 

@@ -245,7 +245,7 @@ static int loop_open(struct run *r, const sigset_t *set, struct fb_err *err)
         r->disk_killed = true;
         run_record_limit(r->rec, "disk", "the copy-on-write layer reached --disk");
         syscall(SYS_pidfd_send_signal, r->sb.pidfd, FB_SIG_KILLALL, NULL, 0);
-    } else if (r->sb.cow && r->sb.cow->persistent && r->sb.cow->disk > 0) {
+    } else if (r->sb.cow && r->sb.cow->persistent && !r->sb.cow->staged && r->sb.cow->disk > 0) {
         r->dfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         struct itimerspec its = {.it_interval = {0, DISK_CHECK_NS}, .it_value = {0, DISK_CHECK_NS}};
         if (r->dfd < 0 || timerfd_settime(r->dfd, 0, &its, NULL) < 0)
@@ -486,6 +486,18 @@ static void loop_close(struct run *r)
     close_fd(&r->gfd);
 }
 
+/* --cow-upper DIR with --disk: the layer, staged in the scratch space while
+ * the sandbox ran, goes back into DIR (cow_persist). Not kept: said, and
+ * the run fails as an unwritten --changes does. */
+static void keep_layer(struct fb_cow *c, struct fb_result *res)
+{
+    struct fb_err e = {0};
+    if (cow_persist(c, &e) < 0) {
+        fb_warn("%s", e.msg);
+        res->exit_code = FB_EXIT_SETUP;
+    }
+}
+
 /* The record's last lines: the result when p is given (set-up failed before
  * the usual place), then the signed end. A record that could not be
  * completed fails the run, as a missing report does. */
@@ -562,6 +574,7 @@ int supervise_run(const struct fb_policy *p, struct fb_result *res, struct fb_er
         bool ok = res->status_code == 0 && !res->timed_out && !disk_stop;
         run_record_changes(rec, cow);
         res->exit_code = cow_run_finish(p, cow, res->exit_code, ok);
+        keep_layer(cow, res);
         cow_free(cow);
     }
     record_end(rec, NULL, res);
@@ -573,7 +586,14 @@ fatal:
     scnotify_finish(r.scn, NULL);
     loop_close(&r);
     sandbox_kill(&r.sb);
-    sandbox_release(&r.sb);
+    if (r.sb.cow) {
+        struct fb_cow *c = fb_steal_ptr(r.sb.cow);
+        sandbox_release(&r.sb);
+        keep_layer(c, res);
+        cow_free(c);
+    } else {
+        sandbox_release(&r.sb);
+    }
     sigprocmask(SIG_SETMASK, &old, NULL);
     res->setup_failed = true;
     res->exit_code = FB_EXIT_SETUP;

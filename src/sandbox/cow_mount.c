@@ -168,6 +168,12 @@ static bool upper_has_user_xattrs(int sfd)
     return ok;
 }
 
+bool cow_store_has_user_xattrs(int dirfd)
+{
+    cleanup_close int d = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return d >= 0 && upper_has_user_xattrs(d);
+}
+
 int cow_mount_child(int64_t disk, bool caller_upper, int lower_tree, int upper_tree,
                     const char *stage, int *ovl_fd, int fds[3], struct fb_err *err)
 {

@@ -30,6 +30,10 @@ int cow_mount_child_seeded(int64_t disk, bool caller_upper, int lower_tree, int 
                            int seed, const char *stage, int *ovl_fd, int fds[3],
                            struct fb_err *err);
 
+/* Child: can the directory (or detached tree) fd hold the user.* extended
+ * attributes the overlay keeps its markers in? (tmpfs: from Linux 6.6.) */
+bool cow_store_has_user_xattrs(int dirfd);
+
 /* Discard every change: a fresh upper layer. In a live session (namespaces
  * known) a helper process joins the sandbox's namespaces and replaces the
  * overlay at /workspace; otherwise the upper directory is emptied. */

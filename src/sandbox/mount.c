@@ -474,18 +474,43 @@ int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb
         if (l->cow_upper_fd < 0)
             return -1;
     }
+    /* --cow-upper DIR with --disk: no file system bounds DIR, so the layer
+     * is staged in the scratch space (which the kernel sizes: a write past
+     * --disk fails with ENOSPC at once), starting as a copy of DIR/upper;
+     * the supervisor copies it back into DIR when the sandbox is gone
+     * (cow.c, cow_persist). Where tmpfs cannot hold the overlay's user.*
+     * markers (before Linux 6.6) the layer stays in DIR, measured. */
+    int ovl, fds[3], seed = -1;
+    bool staged = false;
+    if (p->cow_upper && p->limits.disk > 0 && l->scratch_fd >= 0) {
+        cleanup_close int t = scratch_tree(l, "cow", 0755, MOUNT_ATTR_NOEXEC, err);
+        if (t < 0)
+            return -1;
+        if (cow_store_has_user_xattrs(t)) {
+            seed = openat(l->cow_upper_fd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (seed < 0 && errno != ENOENT)
+                return fb_errno(err, FB_EXIT_SETUP, "--cow-upper %s: its upper/", p->cow_upper);
+            close(l->cow_upper_fd);
+            l->cow_upper_fd = fb_steal_fd(t);
+            staged = true;
+        }
+    }
     /* Staged where mount_build then mounts the new root, on top of it. */
-    int ovl, fds[3];
-    if (cow_mount_child(p->limits.disk, p->cow_upper != NULL, l->workspace_fd, l->cow_upper_fd,
-                        build_base(), &ovl, fds, err) < 0)
+    int rc = cow_mount_child_seeded(p->limits.disk, p->cow_upper != NULL && !staged,
+                                    l->workspace_fd, l->cow_upper_fd, seed, build_base(), &ovl,
+                                    fds, err);
+    if (seed >= 0)
+        close(seed);
+    if (rc < 0)
         return -1;
     close(l->workspace_fd);
     l->workspace_fd = ovl;
     if (l->cow_upper_fd >= 0)
         close(l->cow_upper_fd);
     l->cow_upper_fd = -1;
-    struct fb_msg m = {.type = FB_MSG_COW};
-    int rc = ctl_send(ctl, &m, fds, 3);
+    /* code 1: the layer is staged in the scratch space (cow.h). */
+    struct fb_msg m = {.type = FB_MSG_COW, .code = staged ? 1 : 0};
+    rc = ctl_send(ctl, &m, fds, 3);
     for (int i = 0; i < 3; i++)
         close(fds[i]);
     if (rc < 0)

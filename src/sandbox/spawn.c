@@ -766,6 +766,7 @@ static int spawn_handshake(struct spawning *st, struct fb_err *err)
         } else if (m.type == FB_MSG_SECCOMP_FD && nfds == 1 && sb->seccomp_fd < 0) {
             sb->seccomp_fd = fds[0]; /* the supervisor answers it (scnotify.h) */
         } else if (m.type == FB_MSG_COW && sb->cow) {
+            sb->cow->staged = m.code == 1;
             if (cow_attach(sb->cow, fds, nfds, err) < 0)
                 return -1;
         } else if (x && x->on_msg && m.type != FB_MSG_READY && m.type != FB_MSG_COW) {
