@@ -8,8 +8,10 @@
  *   annotations  run.fluebox.NAME=VALUE is `fluebox run --NAME VALUE` for the
  *                options that make sense for a container (allow-net, net,
  *                egress-resolve, net-log, proxy-env, report, timeout, disk,
- *                host-id, net-max-conns, net-idle, require-limits); a list
- *                (allow-net, egress-resolve) is comma-separated
+ *                host-id, net-max-conns, net-idle, require-limits, record,
+ *                record-key); a list (allow-net, egress-resolve) is
+ *                comma-separated; the record's paths must be absolute and
+ *                outside what the container can write (record_reach)
  *   spec         memory, pids and cpu limits (else the profile's), the
  *                hostname, the namespaces (a namespace the spec omits is
  *                created anyway, except the network one, which is the
@@ -29,8 +31,11 @@
 #include "toolchain.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +45,7 @@ const char *oci_default_profile;
 static const char *const ann_opts[] = {
     "allow-net", "net", "egress-resolve", "net-log", "proxy-env", "report", "timeout", "disk",
     "host-id", "net-max-conns", "net-idle", "require-limits", "seccomp-log", "quiet",
+    "record", "record-key",
 };
 
 static bool is_flag(const char *opt)
@@ -92,7 +98,9 @@ static int ann_argv(const struct oci_spec *s, char ***out, size_t *n, struct fb_
             return fb_errf(err, FB_EXIT_SETUP, "annotation %s: unknown (run.fluebox.* takes "
                            "profile, allow-net, net, egress-resolve, net-log, proxy-env, report, "
                            "timeout, disk, host-id, net-max-conns, net-idle, require-limits, "
-                           "seccomp-log, quiet)", key);
+                           "seccomp-log, quiet, record, record-key)", key);
+        if ((!strcmp(opt, "record") || !strcmp(opt, "record-key")) && v[0] != '/')
+            return fb_errf(err, FB_EXIT_SETUP, "annotation %s=%s: needs an absolute path", key, v);
         if (is_flag(opt)) {
             if (!strcmp(v, "true") || !strcmp(v, "1"))
                 push(out, n, fb_xasprintf("--%s", opt));
@@ -281,6 +289,41 @@ static int namespaces(const struct oci_spec *s, struct fb_policy *p, struct fb_e
     return 0;
 }
 
+static bool under(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    return !strncmp(path, dir, n) && (path[n] == '/' || path[n] == 0 || n == 1);
+}
+
+/* run.fluebox.record: written by the supervisor, never where the container
+ * can write: not in the bundle's rootfs, not under a writable bind's
+ * source, and the directory must exist. */
+static int record_reach(const struct oci_spec *s, const char *record, struct fb_err *err)
+{
+    const char *slash = strrchr(record, '/');
+    cleanup_free char *d = slash == record ? fb_xstrdup("/")
+                                           : fb_xstrndup(record, (size_t)(slash - record));
+    char dir[PATH_MAX];
+    if (!realpath(d, dir))
+        return fb_errno(err, FB_EXIT_SETUP, "run.fluebox.record %s", record);
+    const char *hit = NULL;
+    char src[PATH_MAX];
+    if (s->root && realpath(s->root, src) && under(dir, src))
+        hit = s->root;
+    for (size_t i = 0; !hit && i < s->nmounts; i++) {
+        const struct oci_mount *m = &s->mounts[i];
+        if (m->bind && !(m->flags & MS_RDONLY) && m->src && realpath(m->src, src) &&
+            (under(dir, src) || under(src, dir)))
+            hit = m->src;
+    }
+    if (hit)
+        return fb_errf(err, FB_EXIT_SETUP, "run.fluebox.record %s: its directory is inside %s, "
+                       "which the container can write: put the record elsewhere", record, hit);
+    return 0;
+}
+
 int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err)
 {
     char **argv = NULL;
@@ -290,6 +333,16 @@ int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err
         goto out;
     if (cli_parse_policy((int)argc, argv, p, false, err) < 0)
         goto out;
+    if (p->record) {
+        if (record_reach(s, p->record, err) < 0)
+            goto out;
+        /* The record asks seccomp to log what it denies, which a container
+         * gets only from its own annotation (run.fluebox.seccomp-log). */
+        bool log = false;
+        for (size_t i = 0; i < argc; i++)
+            log |= !strcmp(argv[i], "--seccomp-log");
+        p->seccomp.log_denied = log;
+    }
     /* A pod's author may pin a range only where the allocator could have
      * put the pod anyway (stable owners for a volume's files across
      * restarts); elsewhere is for the host's administrator (run --host-id). */

@@ -17,7 +17,14 @@
  * S then serves: start requests on sup.sock (passed on to init as START),
  * the egress relay, the timeout; when init exits it writes the report
  * (run.fluebox.report), gives the range back once no process of the
- * container is left, and exits itself. delete removes the rest. */
+ * container is left, and exits itself. delete removes the rest.
+ *
+ * The flight record (run.fluebox.record, docs/record.md) is S's alone: it
+ * opens it before anything of the container exists (so a bad path fails
+ * create), writes "start", "exec" when the process starts, the network
+ * decisions (the relay runs in S), "limit" for a timeout, and the result
+ * and the signed "end" when init exits. A SIGKILLed S leaves a prefix that
+ * verifies as cut short. */
 #include "oci.h"
 
 #include "cgroup.h"
@@ -25,6 +32,7 @@
 #include "egress.h"
 #include "netns.h"
 #include "report.h"
+#include "run_record.h"
 #include "seccomp.h"
 #include "spawn.h"
 
@@ -184,7 +192,19 @@ struct sup {
     bool have_status;
     int wstatus;
     struct fb_result res;
+    struct fb_record *rec; /* run.fluebox.record, or NULL */
 };
+
+/* The record's last lines: the result, then the signed end. */
+static void record_finish(struct sup *u)
+{
+    if (!u->rec)
+        return;
+    run_record_result(u->rec, u->p, &u->res);
+    struct fb_err e = {0};
+    if (run_record_close(fb_steal_ptr(u->rec), u->res.exit_code, &e) < 0)
+        oci_log_warn("%s", e.msg);
+}
 
 enum { K_PIDFD = 1, K_CTL, K_LISTEN, K_CONN, K_EGRESS, K_TIMER };
 
@@ -239,6 +259,7 @@ static void on_ctl(struct sup *u, int ep)
     }
     if (m.type == FB_MSG_OCI_STARTED) {
         if (m.code == 0) {
+            run_record_exec(u->rec, u->p);
             reply(u->pending, "ok\n");
         } else {
             char buf[600];
@@ -298,6 +319,7 @@ static void finish(struct sup *u)
         if (report_write(u->p->report, u->p, res, &rerr) < 0)
             oci_log_warn("%s", rerr.msg);
     }
+    record_finish(u);
 }
 
 /* The range of host ids is claimed until the container's last process is
@@ -361,6 +383,8 @@ __attribute__((noreturn)) static void serve(struct sup *u)
                 break;
             case K_TIMER:
                 u->res.timed_out = true;
+                run_record_limit(u->rec, "timeout", "run.fluebox.timeout expired: the container "
+                                 "is killed");
                 if (u->sb.cg)
                     cgroup_signal_all(u->sb.cg, SIGKILL);
                 sandbox_kill(&u->sb);
@@ -593,6 +617,15 @@ static int after_ready(struct create *cr, struct sup *u, struct fb_err *err)
     return rc;
 }
 
+/* create failed after the record was opened: it says so, and ends. */
+static void record_failed(struct sup *u, const struct fb_err *err)
+{
+    u->res.setup_failed = true;
+    u->res.exit_code = FB_EXIT_SETUP;
+    snprintf(u->res.error, sizeof u->res.error, "%s", err->msg);
+    record_finish(u);
+}
+
 __attribute__((noreturn)) static void supervisor(struct create *cr)
 {
     struct fb_err err = {0};
@@ -611,6 +644,12 @@ __attribute__((noreturn)) static void supervisor(struct create *cr)
     sigaddset(&set, SIGPIPE);
     sigprocmask(SIG_BLOCK, &set, NULL);
 
+    /* First: a record that cannot be made fails create before anything of
+     * the container exists. */
+    if (run_record_open(&cr->p, &u.rec, &err) < 0) {
+        send_result(cr->result, 0, 0, &err);
+        _exit(1);
+    }
     struct oci_child child;
     int rc = start_sandbox(cr, &u, &child, &err);
     if (rc == 0 && pod_relay_start(cr, &u, &err) < 0)
@@ -625,6 +664,7 @@ __attribute__((noreturn)) static void supervisor(struct create *cr)
         goto fail;
     if (after_ready(cr, &u, &err) < 0)
         goto fail_kill;
+    egress_set_record(u.sb.egress, u.rec);
     u.lsock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_un a;
     sock_addr(cr->st.dirfd, "sup.sock", &a);
@@ -656,9 +696,11 @@ fail_kill:
     send_result(cr->result, 0, 0, &err);
     cgroup_destroy(fb_steal_ptr(u.sb.cg));
     sandbox_release(&u.sb);
+    record_failed(&u, &err);
     _exit(1);
 fail:
     send_result(cr->result, 0, 0, &err);
+    record_failed(&u, &err);
     _exit(1);
 }
 

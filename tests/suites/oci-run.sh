@@ -598,6 +598,98 @@ done
 umount "$T/podns" && rm -f "$T/podns"
 nothing_left "the pod network"
 
+# ---- the flight record from annotations (issue 28) ----
+mkdir -p "$T/rec"
+openssl genpkey -algorithm ed25519 -out "$T/rec.key" 2>/dev/null && openssl pkey -in "$T/rec.key" -pubout -out "$T/rec.pub" 2>/dev/null
+bundle "$T/recb" python3 -c "
+import urllib.request
+print(urllib.request.urlopen('http://api.test:$PORT/').read().decode().strip())
+try:
+    urllib.request.urlopen('http://denied.test:$PORT/', timeout=5)
+except Exception:
+    pass"
+edit "$T/recb" "c['annotations'].update({'run.fluebox.allow-net':'api.test:$PORT','run.fluebox.egress-resolve':'api.test:$PORT=127.0.0.1:$PORT','run.fluebox.record':'$T/rec/c1.jsonl','run.fluebox.record-key':'$T/rec.key'})"
+"$FB" oci run --bundle "$T/recb" recb >"$T/recb.out" 2>&1
+"$FB" record verify "$T/rec/c1.jsonl" --key "$T/rec.pub" >"$T/recv.out" 2>&1
+vrc=$?
+if [ "$vrc" = 0 ] && grep -q hello-from-the-host "$T/recb.out"; then
+    ok "run.fluebox.record: the container's record verifies, signed (record verify --key: 0)"
+else
+    fail "run.fluebox.record verifies" "verify $vrc: $(cat "$T/recv.out" "$T/recb.out" | head -c 400)"
+fi
+if "$FB" record show --json "$T/rec/c1.jsonl" 2>/dev/null | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+ok = (d["exit_code"] == 0 and d["commands"] and d["commands"][0]["argv"][0] == "python3"
+      and any("api.test" in t["name"] for t in d["talked_to"])
+      and any(x["name"] == "denied.test" for x in d["refused"]["dns"]))
+sys.exit(not ok)'; then
+    ok "run.fluebox.record: the record has the process, where it talked to, the refused name, exit 0"
+else
+    fail "run.fluebox.record: what it holds" "$("$FB" record show --json "$T/rec/c1.jsonl" 2>&1 | head -c 600)"
+fi
+events=$(python3 -c 'import json,sys; print(" ".join(json.loads(l)["event"] for l in open(sys.argv[1])))' "$T/rec/c1.jsonl" 2>&1)
+case "$events" in
+    "record start "*"exec "*"exit end") ok "run.fluebox.record: record, start, exec, ..., exit, end" ;;
+    *) fail "run.fluebox.record: the events" "$events" ;;
+esac
+if ! grep -q "PRIVATE" "$T/rec/c1.jsonl"; then ok "run.fluebox.record: no private key in the record"; else fail "the private key is in the record"; fi
+nothing_left "the recorded run"
+# A timeout is recorded as the limit that ended the container.
+bundle "$T/rect" sleep 600
+edit "$T/rect" "c['annotations'].update({'run.fluebox.timeout':'1s','run.fluebox.record':'$T/rec/t.jsonl'})"
+"$FB" oci run --bundle "$T/rect" rect >/dev/null 2>&1
+if python3 -c '
+import json, sys
+e = [json.loads(l) for l in open(sys.argv[1])]
+lim = [x for x in e if x["event"] == "limit"]
+ex = [x for x in e if x["event"] == "exit"]
+sys.exit(not (lim and lim[0]["limit"] == "timeout" and ex and ex[0]["timed_out"] and e[-1]["event"] == "end"))' "$T/rec/t.jsonl" 2>/dev/null; then
+    ok "run.fluebox.record: a timeout is recorded (limit, exit timed_out, end)"
+else
+    fail "run.fluebox.record: a timeout" "$(cat "$T/rec/t.jsonl" 2>&1 | tail -3)"
+fi
+nothing_left "the timed-out recorded run"
+# The supervisor SIGKILLed while the container runs: the record verifies as
+# cut short (a valid prefix without its end).
+bundle "$T/reck" sleep 600
+edit "$T/reck" "c['annotations'].update({'run.fluebox.record':'$T/rec/k.jsonl'})"
+"${O[@]}" create --bundle "$T/reck" reck >/dev/null 2>&1
+"${O[@]}" start reck
+sup=$(st_field reck sup_pid)
+if [ -n "$sup" ] && wait_until 50 grep -q '"event":"exec"' "$T/rec/k.jsonl"; then
+    kill -KILL "$sup"
+    wait_until 50 sh -c "! kill -0 $sup 2>/dev/null"
+    "$FB" record verify "$T/rec/k.jsonl" >"$T/reck.out" 2>&1
+    vrc=$?
+    [ "$vrc" = 3 ] && ok "run.fluebox.record: a SIGKILLed supervisor leaves a prefix that verifies as cut short (3)" ||
+        fail "SIGKILLed supervisor: cut short" "verify $vrc: $(cat "$T/reck.out")"
+else
+    fail "SIGKILLed supervisor: cut short" "no supervisor or no exec line: $(cat "$T/rec/k.jsonl" 2>&1 | tail -2)"
+fi
+"${O[@]}" delete --force reck >/dev/null 2>&1
+nothing_left "the record of a killed supervisor"
+# Bad records: one line, exit 1, nothing left (no record file either).
+mkdir -p "$T/rec/rw"
+echo old >"$T/rec/exists.jsonl"
+badcase "run.fluebox.record in a missing directory" "$T/rec/none/r.jsonl: No such file or directory" \
+    "c['annotations']['run.fluebox.record']='$T/rec/none/r.jsonl'"
+badcase "run.fluebox.record: an existing file" "the file exists" \
+    "c['annotations']['run.fluebox.record']='$T/rec/exists.jsonl'"
+badcase "run.fluebox.record: a relative path" "needs an absolute path" \
+    "c['annotations']['run.fluebox.record']='r.jsonl'"
+badcase "run.fluebox.record in the rootfs" "which the container can write" \
+    "c['annotations']['run.fluebox.record']='$T/bad/rootfs/tmp/r.jsonl'"
+badcase "run.fluebox.record under a writable bind" "which the container can write" \
+    "c['mounts'].append({'destination':'/data','type':'bind','source':'$T/rec/rw','options':['rbind','rw']}); c['annotations']['run.fluebox.record']='$T/rec/rw/r.jsonl'"
+badcase "run.fluebox.record-key: not an Ed25519 key" "record-key" \
+    "c['annotations'].update({'run.fluebox.record':'$T/rec/badkey.jsonl','run.fluebox.record-key':'$T/rec/exists.jsonl'})"
+if [ "$(cat "$T/rec/exists.jsonl")" = old ] && [ ! -e "$T/rec/badkey.jsonl" ] && [ -z "$(ls -A "$T/rec/rw")" ]; then
+    ok "bad records: the existing file is untouched, no record file is left"
+else
+    fail "bad records leave nothing" "$(ls -l "$T/rec" "$T/rec/rw")"
+fi
+
 # ---- the upper layer on disk (what kernels before 6.6 get) ----
 # An ext4 of run.fluebox.disk bytes on a loop device whose backing file in
 # /var/lib/fluebox-oci has no name: filling it gives ENOSPC, and it goes with
