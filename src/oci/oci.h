@@ -176,8 +176,10 @@ const struct oci_ns *oci_spec_ns(const struct oci_spec *s, int type);
 
 /* The container's policy: the profile named by run.fluebox.profile (or the
  * default), the other run.fluebox.* annotations as `fluebox run` options,
- * then the spec: what runs, its limits, hostname, namespaces. */
-int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err);
+ * then the spec: what runs, its limits, hostname, namespaces. existing:
+ * the container was created already (exec): its record (run.fluebox.record)
+ * exists and is its supervisor's; p->record then only names it. */
+int oci_policy(const struct oci_spec *s, struct fb_policy *p, bool existing, struct fb_err *err);
 /* A namespace a spec joins by path (fd: the opened path) that is the
  * runtime's own (or its pid 1's), i.e. the host's: refused (-1, err set)
  * unless it is the network one and p's profile permits --net host; never

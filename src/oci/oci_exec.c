@@ -13,7 +13,12 @@
  * same last steps as the container's own process (oci_exec_process). Its
  * exec error, or the end of the socket at a successful exec, comes back to
  * P, which writes --pid-file and with --detach exits; without it P waits
- * for G, passing signals on, and exits with its status. */
+ * for G, passing signals on, and exits with its status.
+ *
+ * A container with a flight record (run.fluebox.record): P tells the
+ * supervisor, which writes the record, of the process before it starts
+ * ("exec", refused when the supervisor cannot be told: no exec goes
+ * unrecorded) and of its end ("exec_end", without --detach). */
 #include "oci.h"
 
 #include "cgroup.h"
@@ -319,8 +324,74 @@ static int write_pid(const char *path, pid_t pid, struct fb_err *err)
     return 0;
 }
 
-/* Without --detach: pass signals on to G, wait, its status. */
-static int wait_process(pid_t pid)
+/* ---- the record's exec lines, through the supervisor ---- */
+
+/* Send "VERB JSON\n" (o consumed) to the supervisor's sup.sock in the
+ * state directory dir and wait for its "ok". */
+static int sup_tell(int dir, const char *verb, json_t *o, struct fb_err *err)
+{
+    char *js = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    cleanup_free char *line = js ? fb_xasprintf("%s %s\n", verb, js) : NULL;
+    free(js);
+    if (!line)
+        return fb_errf(err, FB_EXIT_SETUP, "exec: cannot encode the record's exec line");
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    snprintf(a.sun_path, sizeof a.sun_path, "/proc/self/fd/%d/sup.sock", dir);
+    cleanup_close int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char buf[256];
+    ssize_t n = -1;
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        fb_write_all(fd, line, strlen(line)) == 0)
+        n = fb_read_full(fd, buf, sizeof buf - 1);
+    if (n <= 0)
+        return fb_errf(err, FB_EXIT_SETUP, "exec: the container's record (run.fluebox.record) "
+                       "cannot be written: its supervisor does not answer");
+    buf[n] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    if (strcmp(buf, "ok"))
+        return fb_errf(err, FB_EXIT_SETUP, "exec: the container's record: %s",
+                       strncmp(buf, "error: ", 7) ? buf : buf + 7);
+    return 0;
+}
+
+static json_t *argv_json(char **v)
+{
+    json_t *a = json_array();
+    for (; v && *v; v++) {
+        json_t *s = json_string(*v);
+        json_array_append_new(a, s ? s : json_string("(not UTF-8)"));
+    }
+    return a;
+}
+
+/* "exec_end": how the process ended (st: its wait status, or -1 when it
+ * could not be started, with why). Best effort: the process has run. */
+static void tell_end(int dir, const char *exec_id, int st, uint64_t t0, const char *why)
+{
+    if (dir < 0)
+        return;
+    json_t *o = json_pack("{s:s, s:I}", "exec_id", exec_id, "duration_ms",
+                          (json_int_t)((fb_now_ns() - t0) / 1000000ull));
+    if (st >= 0 && WIFEXITED(st))
+        json_object_set_new(o, "exit_code", json_integer(WEXITSTATUS(st)));
+    if (st >= 0 && WIFSIGNALED(st)) {
+        const char *ab = sigabbrev_np(WTERMSIG(st));
+        json_object_set_new(o, "exit_code", json_integer(128 + WTERMSIG(st)));
+        json_object_set_new(o, "signal", json_sprintf("SIG%s", ab ? ab : "?"));
+    }
+    if (why)
+        json_object_set_new(o, "error", json_string(why));
+    struct fb_err e = {0};
+    if (sup_tell(dir, "exec_end", o, &e) < 0)
+        oci_log_warn("%s", e.msg);
+}
+
+/* Without --detach: pass signals on to G, wait, its status (the wait
+ * status in *wst). */
+static int wait_process(pid_t pid, int *wst)
 {
     sigset_t all;
     sigfillset(&all);
@@ -347,6 +418,7 @@ static int wait_process(pid_t pid)
         close(sfd);
     if (pidfd >= 0)
         close(pidfd);
+    *wst = st;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
@@ -361,7 +433,9 @@ int oci_exec(const struct oci_exec_args *a)
     memset(&s, 0, sizeof s);
     memset(&pr, 0, sizeof pr);
     policy_init(&p);
-    int code = 1, spec_filter = -1, sv[2] = {-1, -1};
+    int code = 1, spec_filter = -1, sv[2] = {-1, -1}, recdir = -1;
+    char exec_id[48] = "";
+    uint64_t t0 = fb_now_ns();
     int nsfd[8], nstype[8];
     size_t nns = 0;
     struct fb_cgroup *cg = NULL;
@@ -378,7 +452,7 @@ int oci_exec(const struct oci_exec_args *a)
     }
     cfg = fb_xasprintf("%s/config.json", st.dir);
     if (oci_spec_load(st.bundle ? st.bundle : "/", cfg, &s, &err) < 0 ||
-        oci_policy(&s, &p, &err) < 0 || exec_process(a, &s, &pr, &err) < 0 ||
+        oci_policy(&s, &p, true, &err) < 0 || exec_process(a, &s, &pr, &err) < 0 ||
         oci_caps_check(&pr, &err) < 0)
         goto out;
     if (pr.terminal && !a->console_socket) {
@@ -398,6 +472,17 @@ int oci_exec(const struct oci_exec_args *a)
     }
     if (st.cgroup && cgroup_open_at(st.cgroup, &cg, &err) < 0)
         goto out;
+    if (p.record) {
+        /* Told before the process exists; a description of the state
+         * directory of our own (not the locked one) for its end. */
+        snprintf(exec_id, sizeof exec_id, "%d.%llu", (int)getpid(), (unsigned long long)t0);
+        json_t *o = json_pack("{s:s, s:o, s:s, s:b}", "exec_id", exec_id, "argv",
+                              argv_json(pr.args), "cwd", pr.cwd ? pr.cwd : "/", "detach",
+                              a->detach);
+        if (sup_tell(st.dirfd, "exec", o, &err) < 0)
+            goto out;
+        recdir = openat(st.dirfd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
     oci_state_close(&st); /* the exec may run long: unlock */
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "socketpair");
@@ -495,9 +580,16 @@ int oci_exec(const struct oci_exec_args *a)
         waitpid(gpid, NULL, 0);
         goto out;
     }
-    code = a->detach ? 0 : wait_process(gpid);
+    int wst = -1;
+    code = a->detach ? 0 : wait_process(gpid, &wst);
+    if (!a->detach)
+        tell_end(recdir, exec_id, wst, t0, NULL);
     err.msg[0] = 0;
 out:
+    if (err.msg[0] && recdir >= 0)
+        tell_end(recdir, exec_id, -1, t0, err.msg);
+    if (recdir >= 0)
+        close(recdir);
     if (err.msg[0])
         oci_log_error("%s", err.msg);
     for (size_t i = 0; i < nns; i++)

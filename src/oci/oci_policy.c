@@ -67,7 +67,8 @@ static void push(char ***v, size_t *n, char *s)
 }
 
 /* The annotations as `fluebox run` options, the profile first. */
-static int ann_argv(const struct oci_spec *s, char ***out, size_t *n, struct fb_err *err)
+static int ann_argv(const struct oci_spec *s, bool existing, char ***out, size_t *n,
+                    struct fb_err *err)
 {
     *out = NULL;
     *n = 0;
@@ -101,6 +102,10 @@ static int ann_argv(const struct oci_spec *s, char ***out, size_t *n, struct fb_
                            "seccomp-log, quiet, record, record-key)", key);
         if ((!strcmp(opt, "record") || !strcmp(opt, "record-key")) && v[0] != '/')
             return fb_errf(err, FB_EXIT_SETUP, "annotation %s=%s: needs an absolute path", key, v);
+        /* A created container's record exists already: its supervisor
+         * writes it (oci_policy). */
+        if (existing && (!strcmp(opt, "record") || !strcmp(opt, "record-key")))
+            continue;
         if (is_flag(opt)) {
             if (!strcmp(v, "true") || !strcmp(v, "1"))
                 push(out, n, fb_xasprintf("--%s", opt));
@@ -324,16 +329,20 @@ static int record_reach(const struct oci_spec *s, const char *record, struct fb_
     return 0;
 }
 
-int oci_policy(const struct oci_spec *s, struct fb_policy *p, struct fb_err *err)
+int oci_policy(const struct oci_spec *s, struct fb_policy *p, bool existing, struct fb_err *err)
 {
     char **argv = NULL;
     size_t argc = 0;
     int rc = -1;
-    if (ann_argv(s, &argv, &argc, err) < 0)
+    if (ann_argv(s, existing, &argv, &argc, err) < 0)
         goto out;
     if (cli_parse_policy((int)argc, argv, p, false, err) < 0)
         goto out;
-    if (p->record) {
+    if (existing) {
+        const char *rec = json_string_value(json_object_get(s->annotations, "run.fluebox.record"));
+        if (rec)
+            p->record = fb_xstrdup(rec); /* written by the supervisor: said to it */
+    } else if (p->record) {
         if (record_reach(s, p->record, err) < 0)
             goto out;
         /* The record asks seccomp to log what it denies, which a container

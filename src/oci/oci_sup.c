@@ -23,14 +23,18 @@
  * opens it before anything of the container exists (so a bad path fails
  * create), writes "start", "exec" when the process starts, the network
  * decisions (the relay runs in S), "limit" for a timeout, and the result
- * and the signed "end" when init exits. A SIGKILLed S leaves a prefix that
- * verifies as cut short. */
+ * and the signed "end" when init exits. `fluebox oci exec` tells S of each
+ * process it starts and how it ended ("exec" and "exec_end" requests on
+ * sup.sock), before the process runs, so no exec goes unrecorded. A
+ * SIGKILLed S leaves a prefix that verifies as cut short. */
 #include "oci.h"
 
 #include "cgroup.h"
 #include "ctl.h"
 #include "egress.h"
 #include "netns.h"
+#include "policy_summary.h"
+#include "record.h"
 #include "report.h"
 #include "run_record.h"
 #include "seccomp.h"
@@ -222,20 +226,90 @@ static void reply(int fd, const char *text)
     close(fd);
 }
 
+/* `fluebox oci exec` tells of a process: "exec {argv, cwd, exec_id}" before
+ * it runs, "exec_end {exec_id, exit_code, signal, duration_ms}" once it
+ * ended. Recorded as a session's execs are (docs/record.md). 0, or -1 when
+ * the request is not one. */
+static int record_exec(struct sup *u, const char *verb, const char *body)
+{
+    json_error_t je;
+    json_t *in = json_loads(body, JSON_REJECT_DUPLICATES, &je);
+    json_t *id = json_object_get(in, "exec_id");
+    if (!json_is_object(in) || !json_is_string(id)) {
+        json_decref(in);
+        return -1;
+    }
+    json_t *o;
+    if (!strcmp(verb, "exec")) {
+        json_t *argv = json_array(), *a = json_object_get(in, "argv"), *v;
+        size_t i;
+        json_array_foreach(a, i, v) {
+            const char *s = json_string_value(v);
+            if (s)
+                json_array_append_new(argv, json_stringn(s, strnlen(s, FB_RECORD_ARG_MAX)));
+        }
+        json_t *cwd = json_object_get(in, "cwd");
+        o = json_pack("{s:s, s:O, s:o, s:O, s:b}", "event", "exec", "exec_id", id, "argv", argv,
+                      "cwd", json_is_string(cwd) ? cwd : json_null(), "detached",
+                      json_is_true(json_object_get(in, "detach")));
+    } else {
+        json_t *code = json_object_get(in, "exit_code"), *sig = json_object_get(in, "signal");
+        json_t *ms = json_object_get(in, "duration_ms"), *why = json_object_get(in, "error");
+        o = json_pack("{s:s, s:O, s:O, s:O, s:O}", "event", "exec_end", "exec_id", id, "exit_code",
+                      json_is_integer(code) ? code : json_null(), "signal",
+                      json_is_string(sig) ? sig : json_null(), "duration_ms",
+                      json_is_integer(ms) ? ms : json_null());
+        if (json_is_string(why))
+            json_object_set(o, "error", why);
+    }
+    json_decref(in);
+    record_event(u->rec, o);
+    return 0;
+}
+
+/* One request line from our own `start` or `exec`, which write at once. */
+static ssize_t read_request(int c, char *buf, size_t cap)
+{
+    size_t got = 0;
+    uint64_t until = fb_now_ns() + 5000000000ull;
+    while (got < cap - 1 && !memchr(buf, '\n', got)) {
+        uint64_t now = fb_now_ns();
+        struct pollfd pf = {.fd = c, .events = POLLIN};
+        if (now >= until || poll(&pf, 1, (int)((until - now) / 1000000ull) + 1) <= 0)
+            return -1;
+        ssize_t n = read(c, buf + got, cap - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    buf[got] = 0;
+    return (ssize_t)got;
+}
+
 static void on_conn(struct sup *u, int ep)
 {
     int c = accept4(u->lsock, NULL, NULL, SOCK_CLOEXEC);
     if (c < 0)
         return;
-    char buf[64];
-    struct pollfd pf = {.fd = c, .events = POLLIN};
-    /* The caller is our own `start`, which writes at once. */
-    ssize_t n = poll(&pf, 1, 5000) > 0 ? read(c, buf, sizeof buf - 1) : -1;
+    static char buf[16384];
+    ssize_t n = read_request(c, buf, sizeof buf);
     if (n <= 0) {
         close(c);
         return;
     }
-    buf[n] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    if (!strncmp(buf, "exec ", 5) || !strncmp(buf, "exec_end ", 9)) {
+        bool end = buf[4] == '_';
+        if (!u->rec)
+            reply(c, "ok\n"); /* nothing to record */
+        else if (record_exec(u, end ? "exec_end" : "exec", buf + (end ? 9 : 5)) < 0)
+            reply(c, "error: a bad exec request\n");
+        else
+            reply(c, "ok\n");
+        return;
+    }
     if (strncmp(buf, "start", 5) || u->pending >= 0) {
         reply(c, "error: unexpected request\n");
         return;
@@ -812,7 +886,7 @@ int oci_create(const struct oci_create_args *a)
     idrange_init(&cr.ids.claim);
     if (oci_id_check(a->id, &err) < 0 ||
         oci_spec_load(a->bundle ? a->bundle : ".", NULL, &cr.s, &err) < 0 ||
-        oci_policy(&cr.s, &cr.p, &err) < 0 || oci_caps_check(&cr.s.proc, &err) < 0 ||
+        oci_policy(&cr.s, &cr.p, false, &err) < 0 || oci_caps_check(&cr.s.proc, &err) < 0 ||
         (oci_podnet_role(&cr.s) == OCI_PODNET_MEMBER &&
          oci_podnet_member_check(a->root, &cr.s, &err) < 0) ||
         host_ids(&cr, &err) < 0 ||

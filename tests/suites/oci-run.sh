@@ -650,20 +650,47 @@ else
     fail "run.fluebox.record: a timeout" "$(cat "$T/rec/t.jsonl" 2>&1 | tail -3)"
 fi
 nothing_left "the timed-out recorded run"
-# The supervisor SIGKILLed while the container runs: the record verifies as
-# cut short (a valid prefix without its end).
+# `oci exec` in a recorded container: each process is recorded before it
+# runs (exec) and when it ends (exec_end), a failed one with its error.
 bundle "$T/reck" sleep 600
 edit "$T/reck" "c['annotations'].update({'run.fluebox.record':'$T/rec/k.jsonl'})"
 "${O[@]}" create --bundle "$T/reck" reck >/dev/null 2>&1
 "${O[@]}" start reck
+"${O[@]}" exec reck sh -c 'echo in-exec; exit 3' >"$T/reck-exec.out" 2>&1
+erc=$?
+"${O[@]}" exec reck /no/such/cmd >/dev/null 2>&1
+if [ "$erc" = 3 ] && grep -q in-exec "$T/reck-exec.out" && python3 -c '
+import json, sys
+e = [json.loads(l) for l in open(sys.argv[1])]
+ex = [x for x in e if x["event"] == "exec" and "exec_id" in x]
+end = {x["exec_id"]: x for x in e if x["event"] == "exec_end"}
+ok = (len(ex) == 2 and ex[0]["argv"] == ["sh", "-c", "echo in-exec; exit 3"]
+      and end[ex[0]["exec_id"]]["exit_code"] == 3
+      and end[ex[1]["exec_id"]]["exit_code"] is None and "/no/such/cmd" in end[ex[1]["exec_id"]]["error"])
+sys.exit(not ok)' "$T/rec/k.jsonl"; then
+    ok "run.fluebox.record: oci exec is recorded (exec with argv, exec_end with exit 3; a failed exec with its error)"
+else
+    fail "run.fluebox.record: oci exec is recorded" "exec $erc $(cat "$T/reck-exec.out"); $(grep exec "$T/rec/k.jsonl" | cut -c 1-300)"
+fi
+# The supervisor SIGKILLed while the container runs: the record verifies as
+# cut short (a valid prefix without its end), and an exec that could not be
+# recorded does not run.
 sup=$(st_field reck sup_pid)
-if [ -n "$sup" ] && wait_until 50 grep -q '"event":"exec"' "$T/rec/k.jsonl"; then
+if [ -n "$sup" ] && grep -q '"event":"exec"' "$T/rec/k.jsonl"; then
     kill -KILL "$sup"
     wait_until 50 sh -c "! kill -0 $sup 2>/dev/null"
     "$FB" record verify "$T/rec/k.jsonl" >"$T/reck.out" 2>&1
     vrc=$?
     [ "$vrc" = 3 ] && ok "run.fluebox.record: a SIGKILLed supervisor leaves a prefix that verifies as cut short (3)" ||
         fail "SIGKILLed supervisor: cut short" "verify $vrc: $(cat "$T/reck.out")"
+    : >"$T/log.json"
+    "${O[@]}" exec reck sh -c 'echo unrecorded' >"$T/reck-exec2.out" 2>&1
+    erc=$?
+    if [ "$erc" != 0 ] && ! grep -q unrecorded "$T/reck-exec2.out"; then
+        ok "run.fluebox.record: without its supervisor no exec runs unrecorded ($(lasterr))"
+    else
+        fail "an unrecordable exec is refused" "exit $erc: $(cat "$T/reck-exec2.out") $(lasterr)"
+    fi
 else
     fail "SIGKILLed supervisor: cut short" "no supervisor or no exec line: $(cat "$T/rec/k.jsonl" 2>&1 | tail -2)"
 fi
