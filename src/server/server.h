@@ -450,5 +450,8 @@ void sess_record_start(struct sess *ss);                /* the session is ready 
 void sess_record_exec(struct op *o, json_t *spec);      /* an exec was started */
 void sess_record_exec_end(struct op *o, json_t *result); /* and answered */
 void sess_record_end(struct sess *ss);                  /* the session ends */
+/* A workspace method that changed the layer or the host (commit, reset,
+ * snapshot, restore) succeeded: what it did. */
+void sess_record_ws(struct sess *ss, const char *method, json_t *params, json_t *result);
 
 #endif

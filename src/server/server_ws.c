@@ -58,8 +58,7 @@ static void *ws_main(void *arg)
     struct wsjob *j = arg;
     struct fb_cow_progress prog = {.step = ws_step, .arg = j};
     j->result = cow_session_call(j->cow, j->method, j->params, &prog, &j->err);
-    json_decref(j->params);
-    j->params = NULL;
+    /* params are freed by ws_finish: the record names what was asked. */
     struct srv *srv = j->srv;
     pthread_mutex_lock(&srv->ws_mu);
     j->next = srv->ws_done;
@@ -94,6 +93,7 @@ static void ws_finish(struct wsjob *j)
     if (j->result && !strncmp(j->method, "session.", 8))
         srv_log_event(ss, j->method + 8,
                       json_pack("{s:O}", "name", json_object_get(j->result, "name")));
+    sess_record_ws(ss, j->method, j->params, j->result);
     if (j->o) {
         j->o->ws = NULL;
         if (j->result)
@@ -104,6 +104,7 @@ static void ws_finish(struct wsjob *j)
         op_finish(j->o);
     }
     json_decref(j->result);
+    json_decref(j->params);
     perr_clear(&j->err);
     free(j);
     if (ss->release_wait) {
@@ -190,6 +191,7 @@ void ws_shutdown(struct srv *srv)
             op_finish(j->o);
         }
         json_decref(j->result);
+        json_decref(j->params);
         perr_clear(&j->err);
         free(j);
     }
@@ -206,6 +208,7 @@ void m_workspace(struct conn *c, const struct method *m, json_t *id, json_t *par
         json_t *r = ss->ws ? NULL : cow_session_method(cow, m->name, params, &e);
         if (ss->ws)
             perr_set(&e, "EBUSY", "a workspace operation is running in this session");
+        sess_record_ws(ss, m->name, params, r);
         if (r)
             send_result(c, id, r);
         else

@@ -145,6 +145,29 @@ void sess_record_exec_end(struct op *o, json_t *result)
                            json_object_get(result, "durationMs"), "stdout_bytes",
                            (json_int_t)o->out_bytes[0], "stderr_bytes",
                            (json_int_t)o->out_bytes[1]));
+    if (json_is_true(json_object_get(result, "oomKilled")))
+        record_event(s->rec, json_pack("{s:s, s:s, s:s, s:s}", "event", "limit", "limit", "memory",
+                                       "exec_id", o->exec_id, "detail",
+                                       "the OOM killer killed a process of this exec (--mem)"));
+}
+
+void sess_record_ws(struct sess *ss, const char *method, json_t *params, json_t *result)
+{
+    struct fb_session *s = ss->s;
+    if (!s->rec || !result || !strcmp(method, "workspace.diff"))
+        return;
+    json_t *o = json_pack("{s:s, s:s}", "event", "workspace", "method", method);
+    if (!strcmp(method, "workspace.commit")) {
+        json_t *paths = json_object_get(params, "paths"), *conf = json_object_get(result, "conflicts");
+        json_object_set(o, "paths", json_is_array(paths) ? paths : json_null());
+        json_object_set_new(o, "force", json_boolean(json_is_true(json_object_get(params, "force"))));
+        json_object_set_new(o, "committed", json_boolean(json_is_true(json_object_get(result, "committed"))));
+        json_object_set(o, "applied", json_object_get(result, "applied") ?: json_null());
+        json_object_set_new(o, "conflicts", json_integer((json_int_t)json_array_size(conf)));
+    } else if (json_object_get(result, "name")) {
+        json_object_set(o, "name", json_object_get(result, "name"));
+    }
+    record_event(s->rec, o);
 }
 
 void sess_record_end(struct sess *ss)

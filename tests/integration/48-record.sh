@@ -241,6 +241,40 @@ expect_err "session create with an existing record: 125" 125 "the file exists" s
 expect_err "session create with a non-Ed25519 key: 125" 125 "not an Ed25519 key" session create --socket "$SOCK" --record "$T/s2.jsonl" --record-key "$T/ec.pem"
 [ -e "$T/s2.jsonl" ] && fail "a refused session record leaves no file" || ok "a refused session record leaves no file"
 expect_err "a session's record in its writable workspace: 125" 125 "which the sandbox can write" session create --socket "$SOCK" --workspace "$T/wsr" --record "$T/wsr/s3.jsonl"
+# A copy-on-write session: what workspace.commit and workspace.reset did is
+# recorded (they change the host or the layer); as root, an exec the OOM
+# killer hit is a "limit" line.
+mkdir -p "$T/wsc"; echo old > "$T/wsc/f"; [ "$FB_AS" = root ] || chown -R "$FB_AS:$FB_AS" "$T/wsc"
+SC=$T/session-cow.jsonl
+MEM=(); [ "$FB_AS" = root ] && MEM=(--mem 64M)
+run_fb session create --socket "$SOCK" --workspace "$T/wsc" --cow "${MEM[@]}" --record "$SC"
+CID=$OUT; CERR=$ERR
+run_fb exec --socket "$SOCK" "$CID" -- sh -c 'echo new > f; echo added > g'
+CERR="$CERR exec: $RC $ERR"
+run_fb session commit --socket "$SOCK" "$CID" f
+run_fb exec --socket "$SOCK" "$CID" -- sh -c 'echo again > h'
+run_fb session reset --socket "$SOCK" "$CID"
+OOM=no
+if [ "$FB_AS" = root ]; then
+  run_fb exec --socket "$SOCK" "$CID" -- awk 'BEGIN { s = "x"; while (1) s = s s }'
+  OOM=yes
+fi
+run_fb session rm --socket "$SOCK" "$CID"
+wait_for 20 grep -qs '"event":"end"' "$SC"
+if /usr/bin/python3 - "$SC" "$OOM" > "$T/cow.out" 2>&1 <<'EOF2'
+import json, sys
+L = [json.loads(l) for l in open(sys.argv[1])]
+ws = [e for e in L if e["event"] == "workspace"]
+assert [e["method"] for e in ws] == ["workspace.commit", "workspace.reset"], ws
+c = ws[0]
+assert c["paths"] == ["f"] and c["committed"] is True and c["applied"] == 1 and c["conflicts"] == 0 and c["force"] is False, c
+if sys.argv[2] == "yes":
+    lim = [e for e in L if e["event"] == "limit"]
+    assert lim and lim[0]["limit"] == "memory" and lim[0]["exec_id"], L[-4:]
+EOF2
+then ok "a cow session's record: workspace.commit (paths, applied) and reset$([ $OOM = yes ] && echo ', an OOM-killed exec as a memory limit')"
+else fail "a cow session's record: workspace events" "$(tail -c 300 "$T/cow.out" | tr '\n' ' ') create: $CERR"; fi
+[ "$(cat "$T/wsc/f")" = new ] && [ ! -e "$T/wsc/g" ] || fail "the recorded commit applied f only" "$(ls "$T/wsc")"
 SK=$T/session-killed.jsonl
 run_fb session create --socket "$SOCK" --record "$SK"
 SID=$OUT
