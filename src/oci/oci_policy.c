@@ -320,7 +320,7 @@ static int record_reach(const struct oci_spec *s, const char *record, struct fb_
     for (size_t i = 0; !hit && i < s->nmounts; i++) {
         const struct oci_mount *m = &s->mounts[i];
         if (m->bind && !(m->flags & MS_RDONLY) && m->src && realpath(m->src, src) &&
-            (under(dir, src) || under(src, dir)))
+            under(dir, src))
             hit = m->src;
     }
     if (hit)
