@@ -590,6 +590,23 @@ static bool handshakes(struct insp *in)
     return true;
 }
 
+/* in leaves the relay's list of inspected connections (under imu); whoever
+ * waits for the count (egress_free) is woken. */
+static void insp_unlink(struct fb_egress *e, struct insp *in)
+{
+    pthread_mutex_lock(&e->imu);
+    if (in->prev)
+        in->prev->next = in->next;
+    else
+        e->insps = in->next;
+    if (in->next)
+        in->next->prev = in->prev;
+    e->ninsp--;
+    pthread_cond_broadcast(&e->icond);
+    pthread_mutex_unlock(&e->imu);
+}
+
+
 static void *insp_main(void *arg)
 {
     struct insp *in = arg;
@@ -620,16 +637,7 @@ static void *insp_main(void *arg)
     ERR_clear_error();
     free(in->pre);
     free(in->down_pre);
-    pthread_mutex_lock(&e->imu);
-    if (in->prev)
-        in->prev->next = in->next;
-    else
-        e->insps = in->next;
-    if (in->next)
-        in->next->prev = in->prev;
-    e->ninsp--;
-    pthread_cond_broadcast(&e->icond);
-    pthread_mutex_unlock(&e->imu);
+    insp_unlink(e, in);
     /* e may be gone from here on (egress_free waits only for the count). */
     close(in->c.s.fd);
     close(in->u.s.fd);
@@ -698,15 +706,7 @@ void inspect_start(struct fb_egress *e, struct conn *c)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) {
-        pthread_mutex_lock(&e->imu);
-        if (in->prev)
-            in->prev->next = in->next;
-        else
-            e->insps = in->next;
-        if (in->next)
-            in->next->prev = in->prev;
-        e->ninsp--;
-        pthread_mutex_unlock(&e->imu);
+        insp_unlink(e, in);
         close(in->c.s.fd);
         close(in->u.s.fd);
         free(in->c.d);

@@ -21,9 +21,9 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=${ROOT:-$(cd "$HERE/.." && pwd)}
 FB=${FB:-$ROOT/fluebox}
 
-ok() { echo "ok - engine-cri: $1"; }
-fail() { echo "not ok - engine-cri: $1${2:+: $2}"; }
-skip_all() { echo "ok - engine-cri: CRI scenarios # SKIP $1"; echo "# end of suite"; exit 0; }
+# shellcheck source=../oci/engine.sh
+. "$ROOT/tests/oci/engine.sh"
+engine_suite engine-cri "CRI scenarios"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root"
 # shellcheck source=../oci/kernel.sh

@@ -24,9 +24,9 @@ ROOT=${ROOT:-$(cd "$HERE/.." && pwd)}
 FB=${FB:-$ROOT/fluebox}
 DOCKER=${FB_DOCKER_CLI:-/usr/bin/docker}
 
-ok() { echo "ok - engine-docker: $1"; }
-fail() { echo "not ok - engine-docker: $1${2:+: $2}"; }
-skip_all() { echo "ok - engine-docker: Docker scenarios # SKIP $1"; echo "# end of suite"; exit 0; }
+# shellcheck source=../oci/engine.sh
+. "$ROOT/tests/oci/engine.sh"
+engine_suite engine-docker "Docker scenarios"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root"
 # shellcheck source=../oci/kernel.sh
@@ -130,15 +130,6 @@ for rt in runc fluebox; do
     "${D[@]}" rm -f "$rt-d" >/dev/null 2>&1
 done
 
-same() { # NAME KEY [WANT]
-    local name=$1 key=$2 want=${3-}
-    local a=${R[$key:runc]} b=${R[$key:fluebox]}
-    if [ "$a" = "$b" ] && { [ -z "$want" ] || [ "$a" = "$want" ]; }; then
-        ok "$name (runc and fluebox: $a)"
-    else
-        fail "$name" "${want:+want $want; }runc: $a; fluebox: $b"
-    fi
-}
 same "run: exit status and output" exit "5 hi"
 same "a missing command: 127" nocmd 127
 same "--memory 64m as the container reads it" mem 67108864

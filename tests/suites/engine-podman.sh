@@ -20,9 +20,9 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 ROOT=${ROOT:-$(cd "$HERE/.." && pwd)}
 FB=${FB:-$ROOT/fluebox}
 
-ok() { echo "ok - engine-podman: $1"; }
-fail() { echo "not ok - engine-podman: $1${2:+: $2}"; }
-skip_all() { echo "ok - engine-podman: Podman scenarios # SKIP $1"; echo "# end of suite"; exit 0; }
+# shellcheck source=../oci/engine.sh
+. "$ROOT/tests/oci/engine.sh"
+engine_suite engine-podman "Podman scenarios"
 
 [ "$(id -u)" = 0 ] || skip_all "needs root"
 # shellcheck source=../oci/kernel.sh
@@ -139,15 +139,6 @@ for rt in runc fluebox; do
     [ -n "$id" ] || R[exec:$rt]="no container: $(cat "$T/err")"
 done
 
-same() { # NAME KEY [WANT]
-    local name=$1 key=$2 want=${3-}
-    local a=${R[$key:runc]} b=${R[$key:fluebox]}
-    if [ "$a" = "$b" ] && { [ -z "$want" ] || [ "$a" = "$want" ]; }; then
-        ok "$name (runc and fluebox: $a)"
-    else
-        fail "$name" "${want:+want $want; }runc: $a; fluebox: $b"
-    fi
-}
 same "run: exit status and output" exit "5 hi"
 same "a missing command: 127" nocmd 127
 same "--memory 64m as the container reads it" mem 67108864
