@@ -575,6 +575,25 @@ static void timer_update(struct fb_egress *e)
     bool want = e->conns != NULL || audit_pending(e->audit);
     if (want == e->timer_armed)
         return;
+    /* The timer exists only while something needs it: an idle sandbox's
+     * relay holds no descriptor for it (a server holds thousands). */
+    if (!want) {
+        if (e->timer >= 0)
+            close(e->timer); /* leaves e->ep with it */
+        e->timer = -1;
+        e->timer_armed = false;
+        return;
+    }
+    if (e->timer < 0) {
+        e->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &e->timer_h};
+        if (e->timer >= 0 && epoll_ctl(e->ep, EPOLL_CTL_ADD, e->timer, &tev) < 0) {
+            close(e->timer);
+            e->timer = -1;
+        }
+        if (e->timer < 0)
+            return; /* tried again at the next event; without it, no idle ends */
+    }
     int64_t ms = 1000;
     if (e->p->conn_idle_ms > 0 && e->p->conn_idle_ms / 4 < ms)
         ms = e->p->conn_idle_ms / 4 < 50 ? 50 : e->p->conn_idle_ms / 4;
@@ -715,18 +734,21 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
     e->sync_init = true;
     size_t used = 0;
     e->ep = epoll_create1(EPOLL_CLOEXEC);
-    e->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (e->ep < 0 || e->timer < 0) {
+    if (e->ep < 0) {
         fb_errno(err, FB_EXIT_SETUP, "egress: event loop");
         goto fail;
     }
-    struct epoll_event tev = {.events = EPOLLIN, .data.ptr = &e->timer_h};
-    epoll_ctl(e->ep, EPOLL_CTL_ADD, e->timer, &tev);
-    e->qfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    struct epoll_event qev = {.events = EPOLLIN, .data.ptr = &e->q_h};
-    if (e->qfd < 0 || epoll_ctl(e->ep, EPOLL_CTL_ADD, e->qfd, &qev) < 0) {
-        fb_errno(err, FB_EXIT_SETUP, "egress: event loop");
-        goto fail;
+    /* The timer (timer_update) is made when a connection needs it. The
+     * queue's eventfd (the inspecting threads' and the grants' lines) only
+     * when the relay can inspect or take grants: an idle sandbox without
+     * holds no descriptor for it (a server holds thousands). */
+    if (policy_wants_ca(p)) {
+        e->qfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+        struct epoll_event qev = {.events = EPOLLIN, .data.ptr = &e->q_h};
+        if (e->qfd < 0 || epoll_ctl(e->ep, EPOLL_CTL_ADD, e->qfd, &qev) < 0) {
+            fb_errno(err, FB_EXIT_SETUP, "egress: event loop");
+            goto fail;
+        }
     }
     rules_init(e);
 

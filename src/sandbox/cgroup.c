@@ -50,6 +50,7 @@
 #include "userdir.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -351,7 +352,22 @@ bool cgroup_before_clone(const struct fb_policy *p)
     return v2 && v2->own && (cg_v2_controllers(v2) & wanted) == wanted;
 }
 
+/* Creating and removing cgroups changes what this file and the hierarchies
+ * share (the sequence number, a hierarchy's users, the sweep): one thread
+ * at a time (a server spawns on several). */
+static pthread_mutex_t cg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err);
+
 int cgroup_create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err)
+{
+    pthread_mutex_lock(&cg_mu);
+    int rc = create(p, out, err);
+    pthread_mutex_unlock(&cg_mu);
+    return rc;
+}
+
+static int create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err)
 {
     *out = NULL;
     struct fb_cgroup *cg = fb_xcalloc(1, sizeof *cg);
@@ -469,11 +485,65 @@ const char *cgroup_backend(const struct fb_cgroup *cg)
     return v1 && v2 ? "v1+v2" : v2 ? "v2" : v1 ? "v1" : "none";
 }
 
+/* Held from cg_unpark to cg_repark: the descriptors opened are the
+ * cgroup's own, and two threads may use one cgroup (a server's loop reads
+ * a session's usage while a worker freezes it for a fork). */
+static pthread_mutex_t park_mu = PTHREAD_MUTEX_INITIALIZER;
+
+bool cg_unpark(struct fb_cgroup *cg)
+{
+    if (!cg || !cg->parked)
+        return false;
+    pthread_mutex_lock(&park_mu);
+    for (size_t i = 0; i < cg->ndirs; i++) {
+        struct cg_dir *d = &cg->dirs[i];
+        if (d->fd < 0 && d->path)
+            d->fd = open(d->path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    return true;
+}
+
+void cg_repark(struct fb_cgroup *cg, bool was)
+{
+    if (!was)
+        return;
+    for (size_t i = 0; i < cg->ndirs; i++) {
+        struct cg_dir *d = &cg->dirs[i];
+        if (d->fd >= 0)
+            close(d->fd);
+        d->fd = -1;
+    }
+    pthread_mutex_unlock(&park_mu);
+}
+
+void cgroup_park(struct fb_cgroup *cg)
+{
+    if (!cg || cg->parked)
+        return;
+    for (size_t i = 0; i < cg->ndirs; i++) {
+        struct cg_dir *d = &cg->dirs[i];
+        if (!d->path || d->tasks_fd >= 0)
+            return; /* not made by path, or still joining: keep it as it is */
+    }
+    for (size_t i = 0; i < cg->ndirs; i++) {
+        struct cg_dir *d = &cg->dirs[i];
+        if (d->fd >= 0)
+            close(d->fd);
+        d->fd = -1;
+    }
+    cg->parked = true;
+}
+
 void cgroup_destroy(struct fb_cgroup *cg)
 {
     if (!cg)
         return;
+    bool parked = cg_unpark(cg); /* the fds are closed as the directories go */
+    pthread_mutex_lock(&cg_mu);
     for (size_t i = 0; i < cg->ndirs; i++)
         cg_dir_remove(&cg->dirs[i]);
+    pthread_mutex_unlock(&cg_mu);
+    if (parked)
+        pthread_mutex_unlock(&park_mu);
     free(cg);
 }

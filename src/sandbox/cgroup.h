@@ -104,6 +104,12 @@ int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb
 /* Kill every process left in the cgroup, remove the directories, free. NULL ok. */
 void cgroup_destroy(struct fb_cgroup *cg);
 
+/* Close the cgroup's directory descriptors; the calls above open them
+ * again for as long as each needs them (by path: the directories are
+ * fluebox's, under its own cgroup). A server with thousands of idle
+ * sandboxes holds none for them. Before it, the cgroup must be joined. */
+void cgroup_park(struct fb_cgroup *cg);
+
 /* ---- a cgroup at a given path (cgroup_at.c), for fluebox oci ---- */
 
 /* Make the cgroup at path (the spec's linux.cgroupsPath: "/a/b" below each

@@ -436,7 +436,17 @@ static void nap(void)
         ;
 }
 
+static int freeze(const struct fb_cgroup *cg, bool frozen, struct fb_err *err);
+
 int cgroup_freeze(const struct fb_cgroup *cg, bool frozen, struct fb_err *err)
+{
+    bool parked = cg_unpark((struct fb_cgroup *)cg);
+    int rc = freeze(cg, frozen, err);
+    cg_repark((struct fb_cgroup *)cg, parked);
+    return rc;
+}
+
+static int freeze(const struct fb_cgroup *cg, bool frozen, struct fb_err *err)
 {
     const struct cg_dir *d = dir_of(cg, "freezer");
     if (!d || (d->h->version == 1 && !cg_has_token(d->h->names, "freezer")))

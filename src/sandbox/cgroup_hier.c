@@ -15,6 +15,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,11 +172,22 @@ static bool discover_conventional(const char *self)
     return true;
 }
 
+static void discover(void);
+
 void cg_discover(void)
 {
-    if (discovered)
-        return;
-    discovered = true;
+    /* Once per process, whichever thread asks first. */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    if (!discovered) {
+        discovered = true;
+        discover();
+    }
+    pthread_mutex_unlock(&mu);
+}
+
+static void discover(void)
+{
     char self[4096];
     if (fb_read_file("/proc/self/cgroup", self, sizeof self) < 0)
         return;

@@ -52,7 +52,13 @@ struct fb_cgroup {
     char applied_s[32], not_applied_s[32], fallback_s[64];
     char reason[400];        /* why something was not applied ("" if all was) */
     char cause[160];         /* the first reason, short, for the one warning */
+    bool parked;             /* cgroup_park: the dirs' fds are opened per use */
 };
+
+/* A parked cgroup's directories, opened for one call (cg_unpark returns
+ * whether it did; cg_repark closes them again then). */
+bool cg_unpark(struct fb_cgroup *cg);
+void cg_repark(struct fb_cgroup *cg, bool was);
 
 /* "memory", "pids", "cpu", by C_* index (cgroup_hier.c). */
 extern const char *const cg_ctrl_name[C_N];

@@ -111,7 +111,17 @@ unsigned cg_write_limits(struct fb_cgroup *cg, struct cg_dir *d, const struct fb
     return ok;
 }
 
+static int set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb_err *err);
+
 int cgroup_set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb_err *err)
+{
+    bool parked = cg_unpark(cg);
+    int rc = set_limits(cg, l, err);
+    cg_repark(cg, parked);
+    return rc;
+}
+
+static int set_limits(struct fb_cgroup *cg, const struct fb_limits *l, struct fb_err *err)
 {
     /* Only where a directory of this cgroup holds the controller can a limit
      * be changed, set or lifted; an rlimit fallback set on init cannot change
@@ -196,17 +206,30 @@ static int64_t ticks_us(int64_t t)
 
 int64_t cgroup_oom_kills(struct fb_cgroup *cg)
 {
+    bool parked = cg_unpark(cg);
+    int64_t n = -1;
     for (size_t i = 0; cg && i < cg->ndirs; i++) {
         const struct cg_dir *d = &cg->dirs[i];
         if (!(d->ctrls & BIT(C_MEM)))
             continue;
-        return d->h->version == 2 ? read_key(d->fd, "memory.events", "oom_kill")
-                                  : read_key(d->fd, "memory.oom_control", "oom_kill");
+        n = d->h->version == 2 ? read_key(d->fd, "memory.events", "oom_kill")
+                               : read_key(d->fd, "memory.oom_control", "oom_kill");
+        break;
     }
-    return -1;
+    cg_repark(cg, parked);
+    return n;
 }
 
+static void usage(struct fb_cgroup *cg, struct fb_cg_usage *u);
+
 void cgroup_usage(struct fb_cgroup *cg, struct fb_cg_usage *u)
+{
+    bool parked = cg_unpark(cg);
+    usage(cg, u);
+    cg_repark(cg, parked);
+}
+
+static void usage(struct fb_cgroup *cg, struct fb_cg_usage *u)
 {
     u->mem_peak = u->mem_current = u->pids_peak = u->cpu_usage_us = u->oom_kills = -1;
     u->pids_max_hits = u->cpu_throttled_us = u->cpu_user_us = u->cpu_system_us = -1;

@@ -4,6 +4,7 @@
 #include "idrange.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +20,41 @@ void idrange_init(struct fb_idrange *r)
     r->lock_fd = -1;
 }
 
+/* Shared claims (idrange_share): the pool slots this process holds are
+ * locked through one open file description, and known here, since a lock
+ * of the same description never conflicts with itself. */
+static pthread_mutex_t share_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool share_on;
+static int share_fd = -1;
+static unsigned char share_mine[(FB_IDRANGE_POOL_SLOTS + 7) / 8];
+
+void idrange_share(void)
+{
+    share_on = true;
+}
+
+static size_t slot_of(uint64_t base)
+{
+    return (size_t)((base - FB_IDRANGE_POOL_BASE) / FB_IDRANGE_SIZE);
+}
+
 void idrange_release(struct fb_idrange *r)
 {
     if (!r)
         return;
-    if (r->lock_fd >= 0)
+    if (r->lock_fd == FB_IDRANGE_SHARED) {
+        struct flock fl = {.l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = (off_t)r->base,
+                           .l_len = (off_t)r->count};
+        pthread_mutex_lock(&share_mu);
+        if (share_fd >= 0 && fcntl(share_fd, F_OFD_SETLK, &fl) == 0) {
+            size_t i = slot_of(r->base);
+            share_mine[i / 8] &= (unsigned char)~(1u << (i % 8));
+        }
+        /* (an unlock that failed keeps the slot: never handed out twice) */
+        pthread_mutex_unlock(&share_mu);
+    } else if (r->lock_fd >= 0) {
         close(r->lock_fd);
+    }
     r->lock_fd = -1;
 }
 
@@ -272,6 +302,9 @@ size_t idrange_pool_usable(void)
     return count_usable(&v);
 }
 
+static int claim_slot(const struct pool_view *v, int fd, bool shared, struct fb_idrange *r,
+                      struct fb_err *err);
+
 int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb_err *err)
 {
     idrange_init(r);
@@ -313,9 +346,28 @@ int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb
     pool_view(&v);
     if (!count_usable(&v))
         return 1; /* a user namespace that does not map the pool */
+    if (share_on) {
+        pthread_mutex_lock(&share_mu);
+        if (share_fd < 0)
+            share_fd = open_lock(err);
+        int rc = share_fd < 0 ? -1 : claim_slot(&v, share_fd, true, r, err);
+        pthread_mutex_unlock(&share_mu);
+        return rc;
+    }
     cleanup_close int fd = open_lock(err);
     if (fd < 0)
         return -1;
+    int rc = claim_slot(&v, fd, false, r, err);
+    if (rc == 0)
+        r->lock_fd = fb_steal_fd(fd);
+    return rc;
+}
+
+/* A free pool slot, locked through fd (shared: the process's one
+ * description, skipping the slots it holds already). */
+static int claim_slot(const struct pool_view *v, int fd, bool shared, struct fb_idrange *r,
+                      struct fb_err *err)
+{
     /* Start at a random slot: concurrent claims rarely try the same ones. */
     uint32_t start = 0;
     if (getrandom(&start, sizeof start, GRND_NONBLOCK) != (ssize_t)sizeof start)
@@ -324,8 +376,13 @@ int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb
     for (uint32_t i = 0; i < FB_IDRANGE_POOL_SLOTS; i++) {
         uint64_t b = FB_IDRANGE_POOL_BASE +
                      (uint64_t)((start + i) % FB_IDRANGE_POOL_SLOTS) * FB_IDRANGE_SIZE;
-        if (!slot_usable(&v, b))
+        if (!slot_usable(v, b))
             continue;
+        size_t k = slot_of(b);
+        if (shared && (share_mine[k / 8] & (1u << (k % 8)))) {
+            busy++;
+            continue;
+        }
         int rc = try_lock(fd, b, FB_IDRANGE_SIZE);
         if (rc < 0)
             return fb_errno(err, FB_EXIT_SETUP, "host id ranges: locking %s", FB_IDRANGE_LOCK_FILE);
@@ -335,7 +392,10 @@ int idrange_claim(uint32_t base, uint32_t count, struct fb_idrange *r, struct fb
         }
         r->base = (uint32_t)b;
         r->count = FB_IDRANGE_SIZE;
-        r->lock_fd = fb_steal_fd(fd);
+        if (shared) {
+            share_mine[k / 8] |= (unsigned char)(1u << (k % 8));
+            r->lock_fd = FB_IDRANGE_SHARED;
+        }
         return 0;
     }
     return fb_errf(err, FB_EXIT_SETUP, "no free host id range: all %zu are in use by other sandboxes",

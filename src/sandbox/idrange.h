@@ -47,7 +47,7 @@
 struct fb_idrange {
     uint32_t base;  /* first host id of the range */
     uint32_t count; /* ids in it */
-    int lock_fd;    /* holds the claim; -1 = nothing claimed */
+    int lock_fd;    /* holds the claim; -1 = nothing claimed; FB_IDRANGE_SHARED */
 };
 
 /* A range with nothing claimed (lock_fd -1). */
@@ -80,5 +80,19 @@ bool idrange_in_pool(uint32_t base, uint32_t count);
 
 /* Give the claim up (closes lock_fd). NULL or unclaimed: nothing. */
 void idrange_release(struct fb_idrange *r);
+
+/* From now on, pool slots claimed by this process are locked through one
+ * open file description shared by all its claims (lock_fd is then
+ * FB_IDRANGE_SHARED; release unlocks the range): a server with thousands of
+ * sandboxes holds one descriptor for them, not one each. The claims still
+ * end with the process. Pinned ranges (--host-id) keep a descriptor each. */
+void idrange_share(void);
+#define FB_IDRANGE_SHARED (-2)
+
+/* Does r hold a claim (its own descriptor, or the shared one)? */
+static inline bool idrange_held(const struct fb_idrange *r)
+{
+    return r->lock_fd >= 0 || r->lock_fd == FB_IDRANGE_SHARED;
+}
 
 #endif

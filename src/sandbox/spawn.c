@@ -747,7 +747,11 @@ static int spawn_handshake(struct spawning *st, struct fb_err *err)
         struct fb_msg m;
         int fds[FB_CTL_MAX_FDS];
         size_t nfds = FB_CTL_MAX_FDS;
+        if (st->h && st->h->wait)
+            st->h->wait(true);
         int r = ctl_recv(sb->ctl, &m, fds, &nfds);
+        if (st->h && st->h->wait)
+            st->h->wait(false);
         if (r < 0)
             return fb_errno(err, FB_EXIT_SETUP, "reading from the sandbox");
         if (r == 0)

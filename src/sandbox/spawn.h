@@ -91,10 +91,16 @@ struct fb_seed {
  *                (malloc's, stdio's) stays locked in it forever, so a
  *                multi-threaded caller holds its other threads still during
  *                the clone. NULL: nothing;
+ *   wait         called around the waits for the child's messages while it
+ *                builds its root (true before, false after): the calling
+ *                thread holds no lock of its own there, so a caller with
+ *                several spawning threads lets another one clone meanwhile
+ *                (see clone_guard). NULL: nothing;
  *   seed         the scratch's seed (session.fork, above), or NULL. */
 struct fb_session_hooks {
     __attribute__((noreturn)) void (*main)(const struct fb_policy *p, int ctl);
     void (*clone_guard)(bool before);
+    void (*wait)(bool begin);
     const struct fb_seed *seed;
 };
 int sandbox_spawn_session(const struct fb_policy *p, const struct fb_session_hooks *h,

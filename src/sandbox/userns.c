@@ -43,6 +43,7 @@
 #include "userns.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <linux/capability.h>
 #include <linux/mount.h>
 #include <sched.h>
@@ -240,23 +241,38 @@ void userns_release_ids(struct fb_ids *ids)
 
 /* ---- who creates the namespace ---- */
 
+static pthread_mutex_t creators_mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned creators; /* threads between enter and leave */
+static int creators_dumpable;
+
 int userns_creator_enter(const struct fb_ids *ids, struct fb_creator *c, struct fb_err *err)
 {
     c->active = false;
     if (!userns_own_range(ids))
         return 0;
-    c->dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    /* Dumpable is the process's, the euid the thread's: with several
+     * threads in here at once, the first saves it and the last puts it
+     * back. */
+    pthread_mutex_lock(&creators_mu);
+    if (!creators++)
+        creators_dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+    c->dumpable = creators_dumpable;
+    pthread_mutex_unlock(&creators_mu);
     /* Raw system calls: credentials are per thread in the kernel; glibc's
      * wrappers would change every thread of the process (the server's). */
-    if (syscall(SYS_setresgid, -1, ids->range_gid, -1) < 0)
+    c->active = true;
+    if (syscall(SYS_setresgid, -1, ids->range_gid, -1) < 0) {
+        int e = errno;
+        userns_creator_leave(c);
+        errno = e;
         return fb_errno(err, FB_EXIT_SETUP, "switching to host gid %u", (unsigned)ids->range_gid);
+    }
     if (syscall(SYS_setresuid, -1, ids->range_uid, -1) < 0) {
         int e = errno;
-        syscall(SYS_setresgid, -1, 0, -1);
+        userns_creator_leave(c);
         errno = e;
         return fb_errno(err, FB_EXIT_SETUP, "switching to host uid %u", (unsigned)ids->range_uid);
     }
-    c->active = true;
     /* Leaving euid 0 cleared the effective set; the permitted one is kept
      * (ruid and suid are still 0). Raise it again: the clone needs
      * CAP_DAC_OVERRIDE to start the child in its cgroup (CLONE_INTO_CGROUP
@@ -286,8 +302,12 @@ void userns_creator_leave(struct fb_creator *c)
     /* Back to euid 0: the effective set is the permitted one again. */
     syscall(SYS_setresuid, -1, 0, -1);
     syscall(SYS_setresgid, -1, 0, -1);
-    /* Changing the euid made the process not dumpable; undo that. */
-    prctl(PR_SET_DUMPABLE, c->dumpable, 0, 0, 0);
+    /* Changing the euid made the process not dumpable; undo that, once
+     * no other thread is in here. */
+    pthread_mutex_lock(&creators_mu);
+    if (!--creators)
+        prctl(PR_SET_DUMPABLE, c->dumpable, 0, 0, 0);
+    pthread_mutex_unlock(&creators_mu);
     c->active = false;
     errno = e;
 }

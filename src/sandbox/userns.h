@@ -32,7 +32,7 @@ struct fb_ids {
  * id, could not reach what root can). */
 static inline bool userns_own_range(const struct fb_ids *ids)
 {
-    return ids->root && ids->claim.lock_fd >= 0;
+    return ids->root && idrange_held(&ids->claim);
 }
 
 /* Which ids a sandbox started by this process gets, from its euid and the

@@ -11,6 +11,8 @@
  * written without blocking, with a queue. */
 #include "server.h"
 
+#include "idrange.h"
+
 #include "cgroup.h"
 #include "commands.h"
 #include "options.h"
@@ -93,13 +95,24 @@ int fds_free(int64_t *in_use, int64_t *limit)
     struct rlimit rl;
     int64_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
                       ? (int64_t)rl.rlim_cur : INT32_MAX;
-    int64_t n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (d) {
-        while (readdir(d))
-            n++;
-        closedir(d);
-        n -= 3; /* ".", ".." and the directory's own fd */
+    /* Counting reads a directory of every open descriptor (tens of
+     * thousands with thousands of sessions): far from the limit a count a
+     * few milliseconds old is good enough (main thread only). */
+    static int64_t last_n = -1;
+    static uint64_t last_ns;
+    int64_t n = last_n;
+    uint64_t now = now_ns();
+    if (n < 0 || lim - n < 4096 || now - last_ns > 50000000ull) {
+        n = 0;
+        DIR *d = opendir("/proc/self/fd");
+        if (d) {
+            while (readdir(d))
+                n++;
+            closedir(d);
+            n -= 3; /* ".", ".." and the directory's own fd */
+        }
+        last_n = n;
+        last_ns = now;
     }
     if (in_use)
         *in_use = n;
@@ -733,11 +746,24 @@ static int serve_start(struct srv *srv)
          * possible descriptor take long with a million). */
         if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 65536)
             srv->sandbox_nofile = (int64_t)rl.rlim_max;
+        /* Root may go past the hard limit, up to what the kernel allows
+         * a process (fs.nr_open): 10,000 sessions need about 30,000. */
+        char nr[32];
+        unsigned long long nr_open = 0;
+        if (geteuid() == 0 && fb_read_file("/proc/sys/fs/nr_open", nr, sizeof nr) > 0)
+            nr_open = strtoull(nr, NULL, 10);
+        if (nr_open > 0 && rl.rlim_max != RLIM_INFINITY && nr_open > rl.rlim_max) {
+            struct rlimit up = {.rlim_cur = nr_open, .rlim_max = nr_open};
+            if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+                rl = up;
+        }
         if (rl.rlim_cur < rl.rlim_max) {
             rl.rlim_cur = rl.rlim_max;
             setrlimit(RLIMIT_NOFILE, &rl);
         }
     }
+    /* Every sandbox's host id range is held through one descriptor. */
+    idrange_share();
     cgroup_sweep_stale();
     int lfd = listen_on(srv, srv->sock_path, &err);
     if (lfd < 0 && srv->lock_fd >= 0) {

@@ -101,5 +101,6 @@ void m_session_fork(struct conn *c, const struct method *m, json_t *id, json_t *
     ss->forking++;
     struct op *o = op_new(OP_CREATE, c, id, ns);
     o->pending = s;
+    s->queue_key = (uintptr_t)c;
     worker_submit(s, WJ_SPAWN);
 }

@@ -103,6 +103,7 @@ void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
     }
     struct op *o = op_new(OP_CREATE, c, id, ss);
     o->pending = s;
+    s->queue_key = (uintptr_t)c;
     worker_submit(s, WJ_SPAWN);
 }
 

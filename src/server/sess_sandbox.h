@@ -75,6 +75,8 @@ struct fb_session {
     struct fb_tool_bind *pool_binds; /* the pool's shape: the tool binds it carries */
     size_t npool_binds;
     void *srv;              /* the server's per-session state (struct sess, server.h) */
+    uintptr_t queue_key;    /* whose spawn queue it waits in (the workers take turns
+                               between them): its connection; 0 for the pool */
     struct fb_record *rec;  /* session.create's "record" (sess_record.c), or NULL */
 };
 
@@ -156,7 +158,7 @@ void session_touch(struct fb_session *s); /* a request named it */
 /* The info object (docs/protocol.md 4.4). running: exec ids (stolen). */
 json_t *session_info(struct fb_session *s, json_t *running, uint64_t total_execs);
 
-/* The worker thread: spawns and releases sandboxes. */
+/* The worker threads: spawn and release sandboxes (several at once). */
 /* WJ_REAPED is never submitted: a release reports it when the sandbox's init
  * is reaped (nothing of the sandbox runs any more), before its clean-up. */
 enum worker_job { WJ_SPAWN, WJ_RELEASE, WJ_REAPED };

@@ -15,6 +15,8 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* ---- ops ---- */
 
@@ -176,9 +178,24 @@ int sess_watch(struct sess *ss)
     setsockopt(sb->ctl, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
     /* The fds belong to the sandbox struct: watches never close them. */
     ss->wctl.fd = sb->ctl;
-    ss->wpid.fd = sb->pidfd;
-    if (w_set(ss->srv, &ss->wctl, EPOLLIN) < 0 || w_set(ss->srv, &ss->wpid, EPOLLIN) < 0)
+    if (w_set(ss->srv, &ss->wctl, EPOLLIN) < 0)
         return -1;
+    /* Init's death shows as the end of its control socket (every process
+     * that could hold the other end dies with it), so an idle session holds
+     * no pidfd: one is opened when it is needed (a destroy waits for the
+     * reap, sess_release), which is safe as init stays our unreaped child
+     * until the worker reaps it. A sandbox without a pid namespace keeps
+     * its pidfd (what it started may outlive init). */
+    if (sb->ll) {
+        ss->wpid.fd = sb->pidfd;
+        if (w_set(ss->srv, &ss->wpid, EPOLLIN) < 0)
+            return -1;
+    } else if (sb->pidfd >= 0) {
+        close(sb->pidfd);
+        sb->pidfd = -1;
+    }
+    /* Its cgroup's directories are opened when used (info, limits). */
+    cgroup_park(sb->cg);
     if (sb->egress) {
         ss->wegress.fd = egress_fd(sb->egress);
         if (w_set(ss->srv, &ss->wegress, EPOLLIN) < 0)
@@ -366,8 +383,9 @@ void sess_release(struct sess *ss)
      * the worker is busy with a spawn; the worker's WJ_REAPED says it too.
      * A landlock sandbox has no pid namespace: its release finds its
      * leftovers, so its destroy waits for that (release_done). */
-    if (ss->dying && !ss->gone && !ss->s->sb.ll && ss->s->sb.pidfd >= 0 && ss->wreap.fd < 0) {
-        ss->wreap.fd = fcntl(ss->s->sb.pidfd, F_DUPFD_CLOEXEC, 0);
+    if (ss->dying && !ss->gone && !ss->s->sb.ll && ss->s->sb.pid > 0 && ss->wreap.fd < 0) {
+        ss->wreap.fd = ss->s->sb.pidfd >= 0 ? fcntl(ss->s->sb.pidfd, F_DUPFD_CLOEXEC, 0)
+                                            : (int)syscall(SYS_pidfd_open, ss->s->sb.pid, 0);
         if (ss->wreap.fd >= 0 && w_set(ss->srv, &ss->wreap, EPOLLIN) < 0)
             w_close(ss->srv, &ss->wreap);
     }
@@ -478,8 +496,11 @@ void on_ctl(struct sess *ss)
             return;
         }
         if (r == 0) {
-            /* EOF: init is exiting; its pidfd tells us when it is gone. */
+            /* EOF: init is gone or going (sess_watch): the session died. A
+             * landlock sandbox's pidfd tells when it is gone. */
             w_set(ss->srv, &ss->wctl, 0);
+            if (!ss->s->sb.ll)
+                sess_gone(ss);
             return;
         }
         const char *opn = json_string_value(json_object_get(h, "op"));
