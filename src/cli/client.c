@@ -153,6 +153,42 @@ int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id,
     return 0;
 }
 
+int cli_send_fds(struct cli *c, const char *method, json_t *params, const int *fds, size_t nfds,
+                 int64_t *id, struct fb_err *err)
+{
+    *id = ++c->next_id;
+    json_t *req = json_pack("{s:I, s:s, s:o}", "id", (json_int_t)*id, "method", method, "params",
+                            params ? params : json_object());
+    char *s = json_dumps(req, JSON_COMPACT);
+    json_decref(req);
+    if (!s)
+        return fb_errf(err, FB_EXIT_SETUP, "cannot encode the request");
+    size_t l = strlen(s);
+    s[l++] = '\n';
+    /* The descriptors go with the line's first bytes; the rest follows. */
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(8 * sizeof(int))];
+    } cm;
+    memset(&cm, 0, sizeof cm);
+    struct iovec iov = {s, l};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+                        .msg_controllen = CMSG_SPACE(nfds * sizeof(int))};
+    struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    memcpy(CMSG_DATA(h), fds, nfds * sizeof(int));
+    ssize_t n;
+    while ((n = sendmsg(c->fd, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    int r = n < 0 ? -1 : fb_write_all(c->fd, s + n, l - (size_t)n);
+    free(s);
+    if (r < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "writing to the server");
+    return 0;
+}
+
 json_t *cli_recv(struct cli *c, struct fb_err *err)
 {
     for (;;) {

@@ -22,6 +22,9 @@ int cli_connect(struct cli *c, const char *sock, struct fb_err *err);
 void cli_close(struct cli *c);
 /* Send one request (steals params); *id is its id. */
 int cli_send(struct cli *c, const char *method, json_t *params, int64_t *id, struct fb_err *err);
+/* The same with descriptors (SCM_RIGHTS, at most 8) sent along. */
+int cli_send_fds(struct cli *c, const char *method, json_t *params, const int *fds, size_t nfds,
+                 int64_t *id, struct fb_err *err);
 /* Next message from the server (a new reference), or NULL on EOF/error. */
 json_t *cli_recv(struct cli *c, struct fb_err *err);
 /* One request, wait for its response; events are ignored. Returns the

@@ -12,6 +12,7 @@
 #include "client.h"
 #include "toolchain.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
@@ -227,6 +228,122 @@ static int stream_exec(struct cli *c, int64_t id, const char *sid, const char *x
     }
 }
 
+static const char oom_note[] =
+    "the command ran out of memory and was killed by the OOM killer; exit 137";
+
+/* The warm run in one request (`run` with passFds): the server takes a
+ * sandbox (from its pool when the options fit), gives the command our own
+ * stdin, stdout and stderr, answers with its exit and destroys the session.
+ * Signals from sfd are forwarded once it has started. *old: the server does
+ * not know `run` (nothing was done; the caller goes the long way). */
+static int run_passed(struct cli *c, json_t *params, json_t *av, int sfd, bool *old)
+{
+    struct fb_err err = {0};
+    char xid[48];
+    snprintf(xid, sizeof xid, "run-%d", (int)getpid());
+    json_t *rp = json_pack("{s:O, s:{s:O, s:s, s:s}, s:b}", "create", params, "exec", "argv", av,
+                           "execId", xid, "encoding", "base64", "passFds", 1);
+    static const int stdio[3] = {0, 1, 2};
+    int64_t id;
+    if (cli_send_fds(c, "run", rp, stdio, 3, &id, &err) < 0) {
+        fb_warn("%s", err.msg);
+        return FB_EXIT_SETUP;
+    }
+    char sid[64] = "";
+    bool started = false;
+    int pending_sig = 0;
+    for (;;) {
+        if (started && pending_sig && sid[0]) {
+            int64_t kid;
+            json_t *kp = json_pack("{s:s, s:s, s:i}", "session", sid, "execId", xid, "signal",
+                                   pending_sig);
+            pending_sig = 0;
+            if (cli_send(c, "exec.kill", kp, &kid, &err) < 0)
+                fb_warn("forwarding a signal: %s", err.msg);
+        }
+        const char *h = buf_head(&c->in);
+        size_t n = buf_pending(&c->in);
+        if (!n || !memchr(h, '\n', n)) {
+            struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {sfd, POLLIN, 0}};
+            if (poll(pf, 2, -1) < 0) {
+                if (errno == EINTR)
+                    continue;
+                fb_warn("poll: %s", strerror(errno));
+                return FB_EXIT_SETUP;
+            }
+            if (sfd >= 0 && pf[1].revents) {
+                struct signalfd_siginfo si;
+                if (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+                    pending_sig = (int)si.ssi_signo;
+            }
+            if (!pf[0].revents)
+                continue;
+        }
+        json_t *m = cli_recv(c, &err);
+        if (!m) {
+            fb_warn("%s", err.msg);
+            return FB_EXIT_SETUP;
+        }
+        json_t *mid = json_object_get(m, "id");
+        if (!json_is_integer(mid) || json_integer_value(mid) != id) {
+            json_t *er = json_object_get(m, "error");
+            if (er && !json_is_integer(mid)) { /* the connection refused */
+                err_from(er, &err);
+                fb_warn("%s", err.msg);
+                json_decref(m);
+                return FB_EXIT_SETUP;
+            }
+            json_decref(m);
+            continue; /* exec.kill's answer */
+        }
+        const char *ev = json_string_value(json_object_get(m, "event"));
+        if (ev) {
+            json_t *d = json_object_get(m, "data");
+            if (!strcmp(ev, "session")) {
+                snprintf(sid, sizeof sid, "%s",
+                         json_string_value(json_object_get(m, "session")) ?: "");
+                cli_print_warnings(m);
+            } else if (!strcmp(ev, "start")) {
+                started = true;
+            } else if (json_is_string(d) && (!strcmp(ev, "stdout") || !strcmp(ev, "stderr"))) {
+                write_decoded(!strcmp(ev, "stdout") ? 1 : 2, json_string_value(d),
+                              json_string_length(d));
+            }
+            json_decref(m);
+            continue;
+        }
+        int rc = FB_EXIT_SETUP;
+        json_t *er = json_object_get(m, "error");
+        const char *code = json_string_value(json_object_get(er, "code"));
+        const char *msg = json_string_value(json_object_get(er, "message"));
+        json_t *res = json_object_get(m, "result");
+        if (er && code && !strcmp(code, "method_not_found") && !sid[0]) {
+            *old = true;
+        } else if (er && code && msg && !strcmp(code, "session_dead") && strstr(msg, "OOM killer")) {
+            fb_warn("%s", oom_note);
+            rc = FB_EXIT_OOM;
+        } else if (er) {
+            err_from(er, &err);
+            fb_warn("%s", err.msg);
+        } else {
+            rc = (int)json_integer_value(json_object_get(res, "exitCode"));
+            if (json_is_true(json_object_get(res, "oomKilled")))
+                fb_warn("%s", oom_note);
+        }
+        json_decref(m);
+        return rc;
+    }
+}
+
+/* Are 0, 1 and 2 open (they can be passed)? */
+static bool stdio_open(void)
+{
+    for (int fd = 0; fd < 3; fd++)
+        if (fcntl(fd, F_GETFD) < 0)
+            return false;
+    return true;
+}
+
 /* Create the session, run, destroy it. */
 static int serve_run(const char *sock, json_t *opts, json_t *av)
 {
@@ -261,6 +378,18 @@ static int serve_run(const char *sock, json_t *opts, json_t *av)
         json_decref(params);
         goto out;
     }
+    /* One request, our own stdio passed, where the server knows how
+     * (FLUEBOX_RUN_NO_PASS=1: the long way, for comparison). */
+    const char *np = getenv("FLUEBOX_RUN_NO_PASS");
+    if (stdio_open() && !(np && *np && strcmp(np, "0"))) {
+        bool unknown = false;
+        rc = run_passed(&c, params, av, sfd, &unknown);
+        if (!unknown) {
+            json_decref(params);
+            goto close;
+        }
+        rc = FB_EXIT_SETUP;
+    }
     json_t *res = cli_call(&c, "session.create", params, &err);
     if (!res) {
         fb_warn("%s", err.msg);
@@ -286,7 +415,7 @@ static int serve_run(const char *sock, json_t *opts, json_t *av)
         json_t *info = cli_call(&c, "session.info", json_pack("{s:s}", "session", sid), &err);
         json_t *ook = json_object_get(json_object_get(info, "usage"), "oomKills");
         if (json_integer_value(ook) > 0)
-            fb_warn("the command ran out of memory and was killed by the OOM killer; exit 137");
+            fb_warn("%s", oom_note);
         json_decref(info);
     }
     /* Nothing is left behind: a session that cannot be destroyed is an error

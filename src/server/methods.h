@@ -41,6 +41,7 @@
     X("workspace.diff", m_workspace, SCOPE_LIVE, 0)                   \
     X("workspace.commit", m_workspace, SCOPE_LIVE, 0)                 \
     X("workspace.reset", m_workspace, SCOPE_LIVE, 0)                   \
-    X("workspace.cancel", m_workspace_cancel, SCOPE_LIVE, 0)
+    X("workspace.cancel", m_workspace_cancel, SCOPE_LIVE, 0)           \
+    X("run", m_run, SCOPE_NONE, 0)
 
 #endif

@@ -62,6 +62,7 @@ struct srv_limits {
 #define CHUNK 65536
 #define OUTPUT_FLOOR (64 * 1024) /* collected exec output kept per stream whatever the budget */
 #define SECRET_VALUE_MAX (64 * 1024) /* a secret's value (the engine's limit too) */
+#define CONN_RXFDS 6 /* descriptors a connection may have sent ahead of its request */
 
 /* ---- objects ---- */
 
@@ -106,6 +107,8 @@ struct conn {
     bool dead;
     struct op *ops;  /* in flight */
     unsigned nops;
+    int rxfds[CONN_RXFDS]; /* descriptors received, not yet taken by a request */
+    unsigned nrx;
     struct conn *next, *prev;
 };
 
@@ -141,6 +144,7 @@ struct sess {
     unsigned forking;     /* forks being copied from it (server_fork.c) */
     bool release_after_fork; /* its release waits for them */
     struct sess *fork_parent; /* being built as a fork of this one */
+    bool run_once;        /* made by `run`: destroyed once its exec is answered */
     struct sess *next, *prev;
 };
 
@@ -206,6 +210,8 @@ struct op {
     struct fb_session *pending; /* being spawned */
     /* workspace */
     struct wsjob *ws;
+    /* run (server_run.c): the exec to start once the session is made */
+    struct runreq *run;
 };
 
 /* The graveyard: freed at the end of each loop iteration. */
@@ -267,6 +273,8 @@ bool conn_paused(struct conn *c);
 bool conn_busy(struct conn *c);
 void conn_close(struct conn *c);
 void conn_after_op(struct conn *c);
+/* Take the n oldest descriptors the client sent (-1: fewer came). */
+int conn_take_fds(struct conn *c, int *fds, unsigned n);
 /* Queue a line (takes ownership of line). */
 void conn_send(struct conn *c, char *line, size_t len);
 /* Memory accounting (see above). */
@@ -314,7 +322,7 @@ int handle_line(struct conn *c, const char *line, size_t len);
 method_fn m_session_create, m_session_destroy, m_session_list, m_session_info, m_exec,
     m_exec_kill, m_file, m_server_info, m_workspace, m_workspace_cancel, m_session_publish,
     m_session_unpublish, m_session_fork, m_exec_write, m_exec_close_stdin, m_exec_resize,
-    m_session_grant, m_session_revoke;
+    m_session_grant, m_session_revoke, m_run;
 
 /* ---- ops (sess_table.c) ---- */
 struct op *op_new(enum opkind kind, struct conn *c, json_t *id, struct sess *ss);
@@ -349,7 +357,8 @@ void reaped_done(struct srv *srv, struct fb_session *s);
 void release_done(struct srv *srv, struct fb_session *s);
 /* server_pool.c */
 void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
-                        struct session_params *sp, json_t *params, json_t *publish);
+                        struct session_params *sp, json_t *params, json_t *publish,
+                        struct runreq *run);
 void pool_spawned(struct sess *ss);
 void pool_reshape(struct srv *srv);
 void pool_refill(struct srv *srv);
@@ -370,7 +379,23 @@ int fds_free(int64_t *in_use, int64_t *limit);
 /* Answer "out of file descriptors" (errno EMFILE/ENFILE) plainly. */
 void send_out_of_fds(struct conn *c, json_t *id, const char *what);
 
+/* ---- server_run.c ---- */
+struct runreq;
+void run_free(struct runreq *r);
+/* The session of a run is ready (info: its session.create answer, stolen):
+ * start the exec; the session goes once it is answered. */
+void run_begin(struct sess *ss, struct conn *c, json_t *id, struct runreq *r, json_t *info);
+/* The run's exec is answered (or failed): destroy its session. NULL, or
+ * not a run's session: nothing. */
+void run_end(struct sess *ss);
+/* session.create for c (sess_table.c); with r, a run's (r taken). */
+void session_create_for(struct conn *c, json_t *id, json_t *params, struct runreq *r);
+
 /* ---- server_exec.c ---- */
+/* Start an exec for request id. passed: the caller's stdin, stdout and
+ * stderr (taken, closed on failure), given to the command as its own; NULL:
+ * pipes through the server. NULL when it failed (answered). */
+struct op *exec_start(struct conn *c, json_t *id, json_t *params, struct sess *ss, int *passed);
 void exec_kill(struct op *o, int sig);
 /* Stop or go on reading the command's output. -1/errno when it cannot. */
 int exec_pause(struct op *o, bool pause);

@@ -366,6 +366,48 @@ void conn_after_op(struct conn *c)
     conn_update(c, true);
 }
 
+/* Read what the client sent, keeping the descriptors that came with it
+ * (SCM_RIGHTS: a `run` with passFds, the caller's stdin, stdout and
+ * stderr) in c->rxfds, oldest first. At most CONN_RXFDS are kept: more are
+ * closed (a request that wanted them is then refused for lack of them). */
+static ssize_t conn_read(struct conn *c, char *buf, size_t cap)
+{
+    struct iovec iov = {buf, cap};
+    union {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(CONN_RXFDS * sizeof(int))];
+    } cm;
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+                        .msg_controllen = sizeof cm.b};
+    ssize_t n = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (n < 0)
+        return n;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t k = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t i = 0; i < k; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
+            if (c->nrx < CONN_RXFDS)
+                c->rxfds[c->nrx++] = fd;
+            else
+                close(fd);
+        }
+    }
+    return n;
+}
+
+int conn_take_fds(struct conn *c, int *fds, unsigned n)
+{
+    if (c->nrx < n)
+        return -1;
+    memcpy(fds, c->rxfds, n * sizeof(int));
+    memmove(c->rxfds, c->rxfds + n, (c->nrx - n) * sizeof(int));
+    c->nrx -= n;
+    return 0;
+}
+
 void on_conn(struct conn *c, uint32_t events)
 {
     if ((events & (EPOLLHUP | EPOLLERR)) && (c->rd_eof || conn_paused(c))) {
@@ -382,7 +424,7 @@ void on_conn(struct conn *c, uint32_t events)
         size_t budget = 1 << 20;
         while (budget && !conn_paused(c)) {
             char buf[CHUNK];
-            ssize_t n = read(c->fd, buf, sizeof buf);
+            ssize_t n = conn_read(c, buf, sizeof buf);
             if (n < 0 && errno == EINTR)
                 continue;
             if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -428,6 +470,9 @@ void conn_close(struct conn *c)
         return;
     c->dead = true;
     w_set(c->srv, &c->w, 0);
+    for (unsigned i = 0; i < c->nrx; i++)
+        close(c->rxfds[i]);
+    c->nrx = 0;
     close(c->fd);
     c->w.fd = c->fd = -1;
     /* Its ops: execs are killed, the rest finish unanswered. */

@@ -204,7 +204,9 @@ void exec_maybe_finish(struct op *o, bool force)
     if (o->ss)
         session_touch(o->ss->s);
     exec_reply(o);
+    struct sess *ss = o->ss;
     op_finish(o);
+    run_end(ss);
 }
 
 void exec_kill(struct op *o, int sig)
@@ -273,7 +275,8 @@ void on_exec_record(struct op *o, const char *opn, json_t *h)
         o->oom_before = o->ss ? cgroup_oom_kills(o->ss->s->sb.cg) : -1;
         if (o->stream)
             send_event(o->c, o->id, "start",
-                       json_pack("{s:s, s:i}", "execId", o->exec_id, "pid", (int)o->pid));
+                       json_pack("{s:s, s:i, s:s}", "execId", o->exec_id, "pid", (int)o->pid,
+                                 "session", o->ss ? o->ss->s->id : ""));
         if (!o->c)
             exec_kill(o, SIGKILL); /* the client left before it started */
     } else if (!strcmp(opn, "exit") && o->started && !o->exited) {
@@ -296,7 +299,9 @@ void on_exec_record(struct op *o, const char *opn, json_t *h)
         snprintf(pe.message, sizeof pe.message, "cannot start the command: %s",
                  strerror((int)e));
         send_error(o->c, o->id, &pe);
+        struct sess *ss = o->ss;
         op_finish(o);
+        run_end(ss);
     }
 }
 
@@ -496,26 +501,52 @@ static void close_fds(int *fds, size_t n)
 
 void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, struct sess *ss)
 {
+    exec_start(c, id, params, ss, NULL);
+}
+
+struct op *exec_start(struct conn *c, json_t *id, json_t *params, struct sess *ss, int *passed)
+{
     struct proto_err e = {0};
     struct xreq x = {0};
     json_t *h = NULL;
     if (exec_params(ss, params, &x, &e) < 0 || !(h = exec_spec(ss, &x, &e))) {
         buf_free(&x.in);
-        return send_error(c, id, &e);
+        if (passed)
+            close_fds(passed, 3);
+        send_error(c, id, &e);
+        return NULL;
+    }
+    if (passed && (x.tty || buf_pending(&x.in) || x.stdin_open)) {
+        buf_free(&x.in);
+        json_decref(h);
+        close_fds(passed, 3);
+        perr_param(&e, "exec", "with passFds the command has the caller's own stdin and "
+                               "terminal: no tty, stdin or stdinOpen");
+        send_error(c, id, &e);
+        return NULL;
     }
     /* A terminal is its own stdin: exec.write writes to it. */
-    bool want_stdin = !x.tty && (buf_pending(&x.in) > 0 || x.stdin_open);
-    /* po/pe: stdout, stderr (the server reads [0]); pi: stdin (it writes [1]). */
+    bool want_stdin = passed || (!x.tty && (buf_pending(&x.in) > 0 || x.stdin_open));
+    /* po/pe: stdout, stderr (the server reads [0]); pi: stdin (it writes [1]).
+     * Passed: the caller's own, handed on to init; nothing goes through
+     * the server. */
     int p[6] = {-1, -1, -1, -1, -1, -1};
     int *po = p, *pe = p + 2, *pi = p + 4;
-    if (mkpipe(po, true) < 0 || mkpipe(pe, true) < 0 || (want_stdin && mkpipe(pi, false) < 0)) {
+    if (passed) {
+        po[1] = passed[1];
+        pe[1] = passed[2];
+        pi[0] = passed[0];
+    } else if (mkpipe(po, true) < 0 || mkpipe(pe, true) < 0 ||
+               (want_stdin && mkpipe(pi, false) < 0)) {
         int er = errno;
         close_fds(p, 6);
         json_decref(h);
         buf_free(&x.in);
         if (er == EMFILE || er == ENFILE)
-            return send_out_of_fds(c, id, "the command cannot be started");
-        return send_errf(c, id, proto_errno_name(er), "cannot create pipes: %s", strerror(er));
+            send_out_of_fds(c, id, "the command cannot be started");
+        else
+            send_errf(c, id, proto_errno_name(er), "cannot create pipes: %s", strerror(er));
+        return NULL;
     }
     struct op *o = op_new(OP_EXEC, c, id, ss);
     if (x.xid)
@@ -524,7 +555,7 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
         snprintf(o->exec_id, sizeof o->exec_id, "x%llu", (unsigned long long)(ss->total_execs + 1));
     ss->total_execs++;
     ss->running_execs++;
-    o->stream = x.stream;
+    o->stream = x.stream || passed;
     o->base64 = x.b64;
     o->max_out = x.maxout;
     o->start_ns = now_ns();
@@ -538,15 +569,16 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->xs[0].w.fd = po[0];
     o->xs[1].w.fd = pe[0];
     o->win.fd = pi[1];
+    o->xs[0].eof = o->xs[1].eof = passed != NULL; /* nothing to read here */
     int fds[3] = {po[1], pe[1], pi[0]};
-    if (w_set(o->srv, &o->xs[0].w, EPOLLIN) < 0 || w_set(o->srv, &o->xs[1].w, EPOLLIN) < 0 ||
-        (want_stdin && w_set(o->srv, &o->win, EPOLLOUT) < 0)) {
+    if (!passed && (w_set(o->srv, &o->xs[0].w, EPOLLIN) < 0 || w_set(o->srv, &o->xs[1].w, EPOLLIN) < 0 ||
+                    (want_stdin && w_set(o->srv, &o->win, EPOLLOUT) < 0))) {
         int er = errno;
         close_fds(fds, 3);
         json_decref(h);
         send_errf(c, id, "internal", "cannot watch the command's pipes: %s", strerror(er));
         op_finish(o);
-        return;
+        return NULL;
     }
     json_object_set_new(h, "t", json_integer((json_int_t)o->tag));
     json_object_set_new(h, "stdin", json_boolean(want_stdin));
@@ -565,7 +597,9 @@ void m_exec(struct conn *c, const struct method *m, json_t *id, json_t *params, 
         else
             send_errf(c, id, "session_dead", "the session is not running");
         op_finish(o);
+        return NULL;
     }
+    return o;
 }
 
 void m_exec_kill(struct conn *c, const struct method *m, json_t *id, json_t *params,

@@ -23,7 +23,8 @@
 #define POOL_DEFER_NS 100000000ull
 
 void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
-                        struct session_params *sp, json_t *params, json_t *publish)
+                        struct session_params *sp, json_t *params, json_t *publish,
+                        struct runreq *run)
 {
     struct srv *srv = c->srv;
     struct proto_err e = {0};
@@ -41,6 +42,7 @@ void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
             if (publish && ports_publish_all(ss, publish, &e) < 0) {
                 ports_close(ss);
                 policy_free(p);
+                run_free(run);
                 return send_error(c, id, &e);
             }
             if (session_adopt_limits(ss->s, p) < 0) {
@@ -63,7 +65,10 @@ void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
             sess_log_created(ss);
             json_t *info = sess_info(ss, NULL);
             session_give_warnings(s, info);
-            send_result(c, id, info);
+            if (run)
+                run_begin(ss, c, id, run, info);
+            else
+                send_result(c, id, info);
             /* While another sandbox is ready, the refill waits a little (or
              * until this session is released, release_done): spawning now
              * would compete for the CPUs with this session's first requests
@@ -99,10 +104,12 @@ void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
     struct sess *ss = sess_new(srv, s);
     if (publish && ports_publish_all(ss, publish, &e) < 0) {
         sess_free(ss);
+        run_free(run);
         return send_error(c, id, &e);
     }
     struct op *o = op_new(OP_CREATE, c, id, ss);
     o->pending = s;
+    o->run = run;
     s->queue_key = (uintptr_t)c;
     worker_submit(s, WJ_SPAWN);
 }

@@ -118,6 +118,7 @@ void op_finish(struct op *o)
 
 void op_free(struct op *o)
 {
+    run_free(o->run);
     json_decref(o->id);
     json_decref(o->result);
     free(o->path);
@@ -574,14 +575,26 @@ void sess_log_created(struct sess *ss)
 void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t *params,
                       struct sess *unused)
 {
+    session_create_for(c, id, params, NULL);
+}
+
+/* Every refusal below frees r (a run's request: its descriptors). */
+void session_create_for(struct conn *c, json_t *id, json_t *params, struct runreq *r)
+{
     struct srv *srv = c->srv;
     struct proto_err e = {0};
     if (srv->stopping)
+        {
+        run_free(r);
         return send_errf(c, id, "shutting_down", "the server is stopping");
+    }
     if ((int64_t)sessions_of(srv, c->uid) >= srv->lim.max_sessions) {
         perr_set(&e, "limit_exceeded", "at most %lld sessions per user", (long long)srv->lim.max_sessions);
         snprintf(e.limit, sizeof e.limit, "sessionsPerUid");
-        return send_error(c, id, &e);
+        {
+            run_free(r);
+            return send_error(c, id, &e);
+        }
     }
     struct fb_policy p;
     struct session_params sp;
@@ -597,12 +610,18 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
         json_t *hosts;
         if (!json_is_array(publish)) {
             perr_param(&e, "publish", "publish must be an array");
+            {
+            run_free(r);
             return send_error(c, id, &e);
+        }
         }
         json_array_foreach(publish, i, v)
         {
             if (port_spec_parse(v, "publish", &port, &hp, &any, &hosts, &e) < 0)
-                return send_error(c, id, &e);
+                {
+            run_free(r);
+            return send_error(c, id, &e);
+        }
         }
     } else {
         publish = NULL;
@@ -613,7 +632,10 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
     sess_secrets_wipe(params);
     if (prc < 0) {
         policy_free(&p);
-        return send_error(c, id, &e);
+        {
+            run_free(r);
+            return send_error(c, id, &e);
+        }
     }
     if (!p.limits.nofile)
         p.limits.nofile = srv->sandbox_nofile;
@@ -621,13 +643,17 @@ void m_session_create(struct conn *c, const struct method *m, json_t *id, json_t
      * whatever step it was at. */
     if (fds_free(NULL, NULL) < FDS_PER_SESSION + FDS_RESERVE) {
         policy_free(&p);
+        run_free(r);
         return send_out_of_fds(c, id, "no new session");
     }
     if (sess_record_open(params, &p, foreign, &sp.rec, &e) < 0) {
         policy_free(&p);
-        return send_error(c, id, &e);
+        {
+            run_free(r);
+            return send_error(c, id, &e);
+        }
     }
-    pool_take_or_spawn(c, id, &p, &sp, params, publish);
+    pool_take_or_spawn(c, id, &p, &sp, params, publish, r);
     record_discard(sp.rec); /* refused before a session took it */
 }
 
@@ -685,8 +711,18 @@ void spawn_done(struct srv *srv, struct fb_session *s)
     if (s->fork)
         json_object_set_new(info, "copyMs", json_integer(fork_copy_ms(s->fork)));
     session_give_warnings(s, info);
-    send_result(o->c, o->id, info);
-    op_finish(o);
+    if (o->run) {
+        struct runreq *r = o->run;
+        o->run = NULL;
+        struct conn *c = o->c;
+        json_t *rid = json_incref(o->id);
+        op_finish(o);
+        run_begin(ss, c, rid, r, info);
+        json_decref(rid);
+    } else {
+        send_result(o->c, o->id, info);
+        op_finish(o);
+    }
     /* This create gave the pool a new shape: its refills may start now. */
     if (srv->pool_reshape)
         pool_reshape(srv);
@@ -709,7 +745,7 @@ void release_done(struct srv *srv, struct fb_session *s)
     struct sess *ss = s->srv;
     s->releasing = false;
     s->spawned = false;
-    if (ss->dying || srv->stopping || s->uid == (uid_t)-1) {
+    if (ss->dying || srv->stopping || s->uid == (uid_t)-1 || ss->run_once) {
         answer_destroys(ss);
         sess_free(ss);
     }
