@@ -7,7 +7,11 @@
 # as it comes), trusted+hostnet (trusted with --net host, which that profile
 # permits), landlock (strict under --isolation landlock, the fallback where
 # no namespace can be made: the probe at its host path, the binds at theirs;
-# on kernels with Landlock ABI 4 or newer), as root oci (the probe as a container under `fluebox oci`, with
+# on kernels with Landlock ABI 4 or newer), warm (the standard profile
+# through `fluebox run --server` of a private `fluebox serve --pool 2`: the
+# warm one-shot run, a session sandbox given the caller's own stdin, stdout
+# and stderr; its sessions are built when asked, as the probes' binds do not
+# fit the pool, the same spawn as a pool's), as root oci (the probe as a container under `fluebox oci`, with
 # the spec containerd gives a container by default: tests/probes/oci-bundle.py),
 # and with --bwrap an informational bubblewrap column.
 #
@@ -44,7 +48,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 FLUEBOX=${FLUEBOX:-${FB:-$ROOT/fluebox}}
 BUILD=$HERE/build
-PROFILES="strict standard trusted trusted+hostnet landlock"
+PROFILES="strict standard trusted trusted+hostnet landlock warm"
 ONLY=""
 WITH_BWRAP=0
 WITH_OCI=1
@@ -304,11 +308,16 @@ done
 declare -A H
 while IFS='=' read -r k v; do H[$k]=$v; done <"$TMP/helper.info"
 
-# The session server for session_files, as this user, on a private socket.
+# The session server for session_files and the warm column, as this user,
+# on a private socket.
 SERVE_PID=""
-if [[ " ${PROBES[*]} " == *" session_files "* ]] && [ -n "$PROFILES" ] &&
+if [[ " $PROFILES " == *" warm "* ]] && ! "$FLUEBOX" run --help 2>/dev/null | grep -q -- --server; then
+    PROFILES=$(printf '%s\n' $PROFILES | grep -vx warm | tr '\n' ' ')
+    MODES=$(printf '%s\n' $MODES | grep -vx warm | tr '\n' ' ')
+fi
+if [[ " ${PROBES[*]} " == *" session_files "* || " $PROFILES " == *" warm "* ]] && [ -n "$PROFILES" ] &&
     "$FLUEBOX" serve --help >/dev/null 2>&1; then
-    "$FLUEBOX" serve --socket "$TMP/serve.sock" </dev/null >"$TMP/serve.log" 2>&1 &
+    "$FLUEBOX" serve --socket "$TMP/serve.sock" --pool 2 </dev/null >"$TMP/serve.log" 2>&1 &
     SERVE_PID=$!
     for _ in $(seq 100); do
         [ -S "$TMP/serve.sock" ] && break
@@ -400,6 +409,10 @@ sandbox_cmd() {
     local profile=${mode%%+*} extra=()
     case "$mode" in
     *+hostnet) extra=(--net host) ;;
+    warm)
+        profile=standard
+        extra=(--server "$TMP/serve.sock")
+        ;;
     landlock)
         # No mount namespace: the probe and the binds at their host paths.
         # As root the command runs as an id of its own range, never root:
@@ -491,6 +504,13 @@ run_one() {
     ln -s "$TMP/secret" "$ws/abs"
     local cmd=() prog="/probes/$p"
     [ "$p" = tiocsti ] && cmd+=("$TMP/bin/helper/fbhost" pty --)
+    if [ "$p" = home_secrets ] && [ "$mode" = warm ]; then
+        # The probe is a program in the caller's home named by its path; a
+        # cold run binds that program, a session binds what the caller's
+        # PATH finds (docs/server.md): under --server it is not found.
+        printf 'NA\t0\trun --server binds the programs of the caller'"'"'s PATH, not a command named by its host path\n' >"$out.v"
+        return
+    fi
     if [ "$p" = home_secrets ]; then
         cmd+=(env "HOME=$FAKEHOME/" "PATH=$FAKEHOME/bin:$FAKEHOME/.local/bin:$PATH")
         # bwrap and oci start it from their own /probes (no program lookup).
@@ -505,6 +525,7 @@ run_one() {
         bwrap) printf 'SKIP\t0\tno session server in bubblewrap\n' >"$out.v"; return ;;
         oci) printf 'NA\t0\tsessions are fluebox serve'"'"'s, not a container'"'"'s\n' >"$out.v"; return ;;
         landlock) printf 'NA\t0\tsessions need namespaces; --isolation landlock runs one command\n' >"$out.v"; return ;;
+        warm) printf 'NA\t0\tthe session API itself: the profiles'"'"' columns\n' >"$out.v"; return ;;
         *)
             if [ -z "$SERVE_PID" ]; then
                 printf 'SKIP\t0\tfluebox serve is not available\n' >"$out.v"

@@ -34,6 +34,7 @@ import test_boundaries  # noqa: F401,E402
 import test_secrets  # noqa: F401,E402
 import test_lifecycle  # noqa: F401,E402
 import test_limits  # noqa: F401,E402
+import test_density  # noqa: F401,E402
 
 
 if __name__ == "__main__":
