@@ -151,7 +151,8 @@ def start_server(fb, d, n, extra):
     return p, sock
 
 
-def one_size(fb, n, window, burst, reps, extra):
+def one_size(fb, n, window, burst, reps, extra, cparams=None):
+    cparams = cparams or {}
     d = tempfile.mkdtemp(prefix="fbdensity.")
     srv, sock = start_server(fb, d, n + burst, extra)
     try:
@@ -159,14 +160,14 @@ def one_size(fb, n, window, burst, reps, extra):
         c.call("server.info")
         # One session made and destroyed first, so the baseline includes
         # what the first create allocates once (the worker, caches).
-        sid = c.call("session.create")["session"]
+        sid = c.call("session.create", **cparams)["session"]
         c.call("session.destroy", session=sid)
         time.sleep(0.5)
         base_fds = nfds(srv.pid)
         base_rss = rss_kb(srv.pid)
         m0 = meminfo()
         load0 = open("/proc/loadavg").read().split()[:3]
-        lat, errs, secs, res = pipelined(c, n, window, lambda k: ("session.create", {}))
+        lat, errs, secs, res = pipelined(c, n, window, lambda k: ("session.create", cparams))
         ids = [r["session"] for r in res]
         time.sleep(1.0)  # settle: the sessions are idle
         m1 = meminfo()
@@ -267,10 +268,12 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--md")
     ap.add_argument("--serve-arg", action="append", default=[])
+    ap.add_argument("--create", default="{}", help="session.create parameters (JSON)")
     a = ap.parse_args()
     rows = []
     for n in [int(x) for x in a.sizes.split(",") if x.strip()]:
-        r = one_size(os.path.abspath(a.fluebox), n, a.window, a.burst, a.reps, a.serve_arg)
+        r = one_size(os.path.abspath(a.fluebox), n, a.window, a.burst, a.reps, a.serve_arg,
+                     json.loads(a.create))
         rows.append(r)
         print(json.dumps(r), file=sys.stderr)
     title = "density: idle sessions in one fluebox serve"

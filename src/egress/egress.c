@@ -279,8 +279,8 @@ struct conn *conn_new(struct fb_egress *e, int fd, enum phase ph)
     struct conn *c = fb_xcalloc(1, sizeof *c);
     c->id = ++e->next_id;
     c->ph = ph;
-    c->in = (struct side){{H_SIDE}, c, fd, 0, false, false};
-    c->out = (struct side){{H_SIDE}, c, -1, 0, false, false};
+    c->in = (struct side){{H_SIDE, e}, c, fd, 0, false, false};
+    c->out = (struct side){{H_SIDE, e}, c, -1, 0, false, false};
     c->pu[0] = c->pu[1] = c->pd[0] = c->pd[1] = -1;
     c->up.d = fb_xmalloc(BUF_SIZE);
     c->down.d = fb_xmalloc(BUF_SIZE);
@@ -654,15 +654,9 @@ static void timer_tick(struct fb_egress *e)
 
 int egress_fd(const struct fb_egress *e) { return e ? e->ep : -1; }
 
-void egress_dispatch(struct fb_egress *e)
+static void handle_event(struct fb_egress *e, struct handle *h, uint32_t events)
 {
-    if (!e)
-        return;
-    struct epoll_event evs[BATCH];
-    int n = epoll_wait(e->ep, evs, BATCH, 0);
-    for (int i = 0; i < n; i++) {
-        struct handle *h = evs[i].data.ptr;
-        switch (h->kind) {
+    switch (h->kind) {
         case H_DNS_UDP:
             dns_udp_ready(e);
             break;
@@ -685,13 +679,18 @@ void egress_dispatch(struct fb_egress *e)
             if (s->c->dead)
                 break;
             if (s->c->ph == PH_DNS)
-                dns_tcp_event(e, s->c, evs[i].events);
+                dns_tcp_event(e, s->c, events);
             else
-                side_event(e, s, evs[i].events);
+                side_event(e, s, events);
             break;
         }
-        }
     }
+}
+
+/* After a batch of events: free what closed, share the buffers out, set
+ * the timer. */
+static void after_events(struct fb_egress *e)
+{
     while (e->dead) {
         struct conn *c = e->dead;
         e->dead = c->next;
@@ -702,10 +701,121 @@ void egress_dispatch(struct fb_egress *e)
     timer_update(e);
 }
 
+void egress_dispatch(struct fb_egress *e)
+{
+    if (!e || e->shared)
+        return;
+    struct epoll_event evs[BATCH];
+    int n = epoll_wait(e->ep, evs, BATCH, 0);
+    for (int i = 0; i < n; i++)
+        handle_event(e, evs[i].data.ptr, evs[i].events);
+    after_events(e);
+}
+
+/* ---- a shared epoll (egress.h) ---- */
+
+static struct fb_egress *dirty_head; /* the supervisor's thread only */
+
+/* Move every watched descriptor of e from one epoll to another. */
+static int move_fds(struct fb_egress *e, int from, int to)
+{
+    struct {
+        int fd;
+        struct handle *h;
+        uint32_t ev;
+    } v[8 + FB_NET_MAX_PORTS];
+    size_t n = 0;
+    struct listener *ls[] = {&e->dns_udp, &e->dns_tcp, &e->proxy};
+    for (size_t i = 0; i < FB_ARRAY_LEN(ls); i++)
+        if (ls[i]->fd >= 0)
+            v[n].fd = ls[i]->fd, v[n].h = &ls[i]->h, v[n].ev = EPOLLIN, n++;
+    for (size_t i = 0; i < e->nlis; i++)
+        v[n].fd = e->lis[i].fd, v[n].h = &e->lis[i].h, v[n].ev = EPOLLIN, n++;
+    if (e->timer >= 0)
+        v[n].fd = e->timer, v[n].h = &e->timer_h, v[n].ev = EPOLLIN, n++;
+    if (e->res)
+        v[n].fd = hostres_fd(e->res), v[n].h = &e->res_h, v[n].ev = EPOLLIN, n++;
+    if (e->qfd >= 0)
+        v[n].fd = e->qfd, v[n].h = &e->q_h, v[n].ev = EPOLLIN, n++;
+    for (size_t i = 0; i < n; i++) {
+        if (from >= 0)
+            epoll_ctl(from, EPOLL_CTL_DEL, v[i].fd, NULL);
+        struct epoll_event ev = {.events = v[i].ev, .data.ptr = v[i].h};
+        if (to >= 0 && epoll_ctl(to, EPOLL_CTL_ADD, v[i].fd, &ev) < 0)
+            return -1;
+    }
+    for (struct conn *c = e->conns; c; c = c->next) {
+        struct side *s[2] = {&c->in, &c->out};
+        for (int k = 0; k < 2; k++) {
+            if (!s[k]->reg || s[k]->fd < 0)
+                continue;
+            if (from >= 0)
+                epoll_ctl(from, EPOLL_CTL_DEL, s[k]->fd, NULL);
+            struct epoll_event ev = {.events = s[k]->ev, .data.ptr = &s[k]->h};
+            if (to >= 0 && epoll_ctl(to, EPOLL_CTL_ADD, s[k]->fd, &ev) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+int egress_share_epoll(struct fb_egress *e, int ep)
+{
+    if (!e || e->shared)
+        return 0;
+    if (move_fds(e, e->ep, ep) < 0) {
+        int er = errno;
+        move_fds(e, ep, -1); /* (whatever did move) */
+        errno = er;
+        return -1;
+    }
+    close(e->ep);
+    e->ep = ep;
+    e->shared = true;
+    return 0;
+}
+
+void egress_event(void *handle, uint32_t events)
+{
+    struct handle *h = handle;
+    struct fb_egress *e = h->e;
+    if (e->detached)
+        return;
+    handle_event(e, h, events);
+    if (!e->dirty) {
+        e->dirty = true;
+        e->dirty_next = dirty_head;
+        dirty_head = e;
+    }
+}
+
+void egress_flush(void)
+{
+    while (dirty_head) {
+        struct fb_egress *e = dirty_head;
+        dirty_head = e->dirty_next;
+        e->dirty = false;
+        e->dirty_next = NULL;
+        if (!e->detached)
+            after_events(e);
+    }
+}
+
+void egress_detach(struct fb_egress *e)
+{
+    if (!e || !e->shared || e->detached)
+        return;
+    move_fds(e, e->ep, -1);
+    e->detached = true;
+    e->ep = -1;
+    /* Its pending clean-up is done by egress_free (after this batch). */
+}
+
 static int add_listener(struct fb_egress *e, struct listener *l, enum hkind kind, int fd,
                         uint16_t port)
 {
     l->h.kind = kind;
+    l->h.e = e;
     l->fd = fd;
     l->port = port;
     int fl = fcntl(fd, F_GETFL);
@@ -732,6 +842,7 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
     pthread_mutex_init(&e->imu, NULL);
     pthread_cond_init(&e->icond, NULL);
     e->sync_init = true;
+    e->timer_h.e = e->res_h.e = e->q_h.e = e;
     size_t used = 0;
     e->ep = epoll_create1(EPOLL_CLOEXEC);
     if (e->ep < 0) {
@@ -906,8 +1017,15 @@ void egress_free(struct fb_egress *e)
     free(e->host_addrs);
     if (e->timer >= 0)
         close(e->timer);
-    if (e->ep >= 0)
+    if (e->ep >= 0 && !e->shared)
         close(e->ep);
+    if (e->dirty) {
+        struct fb_egress **pp = &dirty_head;
+        while (*pp && *pp != e)
+            pp = &(*pp)->dirty_next;
+        if (*pp)
+            *pp = e->dirty_next;
+    }
     struct fb_net_summary sum;
     egress_summary(e, &sum);
     audit_close(e->audit, &sum);

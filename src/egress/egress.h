@@ -64,6 +64,23 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
                  struct fb_egress **out, struct fb_err *err);
 int egress_fd(const struct fb_egress *e);
 void egress_dispatch(struct fb_egress *e);
+
+/* A supervisor with many relays (the server: one per session) can have
+ * them watch their descriptors in its own epoll instead of one epoll each
+ * (one descriptor less per sandbox): egress_share_epoll moves them there
+ * (egress_fd is then of no use). Its loop tells the relay's events by the
+ * first int behind the event's pointer, FB_EGRESS_HANDLE_KIND or above
+ * (its own pointers' first ints must stay below), hands each to
+ * egress_event, and after the batch calls egress_flush once (what the
+ * events closed is freed there, not during the batch). egress_detach takes
+ * them out again before the relay goes: egress_free of a detached relay
+ * must then wait until the batch is over (events of it already fetched are
+ * ignored until then). All on one thread. */
+#define FB_EGRESS_HANDLE_KIND 64
+int egress_share_epoll(struct fb_egress *e, int ep);
+void egress_event(void *handle, uint32_t events);
+void egress_flush(void);
+void egress_detach(struct fb_egress *e);
 void egress_summary(const struct fb_egress *e, struct fb_net_summary *s);
 /* The one line (without "fluebox: ") that says what the allowlist denied
  * and how to allow it; false when nothing was. */

@@ -54,10 +54,15 @@
 
 #define INSPECT_MAX 64         /* inspected connections (threads) at once */
 
-enum hkind { H_DNS_UDP, H_DNS_TCP, H_PROXY, H_LISTEN, H_TIMER, H_RESOLVER, H_SIDE, H_QUEUE };
+/* From FB_EGRESS_HANDLE_KIND up: a supervisor that shares its epoll with
+ * the relay (egress_share_epoll) tells the relay's events from its own by
+ * the first int its event's pointer points to (egress.h). */
+enum hkind { H_DNS_UDP = FB_EGRESS_HANDLE_KIND, H_DNS_TCP, H_PROXY, H_LISTEN, H_TIMER, H_RESOLVER,
+             H_SIDE, H_QUEUE };
 
 struct handle {
     enum hkind kind;
+    struct fb_egress *e;
 };
 
 struct listener {
@@ -142,7 +147,11 @@ struct conn {
 
 struct fb_egress {
     const struct fb_policy *p;
-    int ep;
+    int ep;                /* its own epoll, or the supervisor's (shared) */
+    bool shared;           /* egress_share_epoll: ep is not ours */
+    bool detached;         /* egress_detach: nothing of it is watched any more */
+    bool dirty;            /* shared: events handled, egress_flush has work */
+    struct fb_egress *dirty_next;
     struct listener dns_udp, dns_tcp, proxy;
     struct listener lis[FB_NET_MAX_PORTS];
     size_t nlis;

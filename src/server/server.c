@@ -11,6 +11,7 @@
  * written without blocking, with a queue. */
 #include "server.h"
 
+#include "egress.h"
 #include "idrange.h"
 
 #include "cgroup.h"
@@ -425,6 +426,8 @@ static void bury_flush(struct srv *srv)
             free(ss);
         } else if (g->kind == GRAVE_OP) {
             op_free(g->p);
+        } else if (g->kind == GRAVE_EGRESS) {
+            egress_free(g->p);
         } else {
             free(g->p);
         }
@@ -698,8 +701,15 @@ static void serve_loop(struct srv *srv)
             fb_warn("epoll_wait: %s", strerror(errno));
             break;
         }
-        for (int i = 0; i < n && !srv->stopping; i++)
-            dispatch(srv, evs[i].data.ptr, evs[i].events);
+        for (int i = 0; i < n && !srv->stopping; i++) {
+            /* A session's network relay watches its sockets here too
+             * (egress.h): its events are told apart by their first int. */
+            if (*(const int *)evs[i].data.ptr >= FB_EGRESS_HANDLE_KIND)
+                egress_event(evs[i].data.ptr, evs[i].events);
+            else
+                dispatch(srv, evs[i].data.ptr, evs[i].events);
+        }
+        egress_flush();
         run_timers(srv);
         if (srv->nparked)
             file_unpark(srv); /* file.reads that waited for memory */

@@ -215,7 +215,8 @@ struct op {
 };
 
 /* The graveyard: freed at the end of each loop iteration. */
-enum grave_kind { GRAVE_CONN, GRAVE_SESS, GRAVE_OP, GRAVE_FREE /* one free() */ };
+enum grave_kind { GRAVE_CONN, GRAVE_SESS, GRAVE_OP, GRAVE_EGRESS /* a detached relay */,
+                  GRAVE_FREE /* one free() */ };
 struct grave {
     enum grave_kind kind;
     void *p;

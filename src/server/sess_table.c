@@ -197,11 +197,10 @@ int sess_watch(struct sess *ss)
     }
     /* Its cgroup's directories are opened when used (info, limits). */
     cgroup_park(sb->cg);
-    if (sb->egress) {
-        ss->wegress.fd = egress_fd(sb->egress);
-        if (w_set(ss->srv, &ss->wegress, EPOLLIN) < 0)
-            return -1;
-    }
+    /* The network relay's sockets are watched in the server's own epoll
+     * (no epoll of its own per session, egress.h). */
+    if (sb->egress && egress_share_epoll(sb->egress, ss->srv->ep) < 0)
+        return -1;
     return 0;
 }
 
@@ -211,6 +210,15 @@ void sess_unwatch(struct sess *ss)
     w_set(ss->srv, &ss->wpid, 0);
     w_set(ss->srv, &ss->wegress, 0);
     ss->wctl.fd = ss->wpid.fd = ss->wegress.fd = -1;
+    /* The relay stops here, on this thread: events of it this batch has
+     * fetched already are ignored, and it is freed after the batch (not by
+     * the worker, which releases the rest). */
+    struct fb_sandbox *sb = &ss->s->sb;
+    if (sb->egress) {
+        egress_set_record(sb->egress, NULL);
+        egress_detach(sb->egress);
+        bury(ss->srv, GRAVE_EGRESS, fb_steal_ptr(sb->egress));
+    }
 }
 
 void outq_free(struct sess *ss)
