@@ -10,6 +10,8 @@
  *                     the control socket to each session's init (records,
  *                     their send queue), the spawn worker's results
  *   server_exec.c     exec and exec.kill: pipes, streaming, results
+ *   server_run.c      run: a one-shot command in a fresh session, with the
+ *                     caller's own descriptors when it passes them
  *   server_file.c     file.* operations: requests to init, bulk pipes
  *   server_ws.c       workspace.* operations (copy-on-write sessions)
  *   server_port.c     published ports: host listeners relayed into sessions
