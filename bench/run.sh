@@ -559,10 +559,10 @@ WHY30 = {
            "(about 100 KiB); then the page tables of the session's init (80-120 KiB: a clone "
            "of the server maps the server's address space), its kernel stack (16 KiB) and the "
            "pages it wrote.",
-    "fds": "an idle session holds its control socket (init's only channel), its scratch "
-           "space (kept from set-up, when it can be trusted: forks and snapshots copy through "
-           "it) and the two DNS sockets of its network namespace's resolver (UDP and TCP); "
-           "pidfd, cgroup directories, host id lock, relay epoll and timer are gone.",
+    "fds": "an idle session holds its control socket (init's only channel) and the two DNS "
+           "sockets of its network namespace's resolver (UDP and TCP); a --cow session also its "
+           "scratch space; pidfd, cgroup directories, host id lock, relay epoll and timer are "
+           "gone (docs/bench.md).",
     "creates": "every create is a full sandbox build (clone3 with new namespaces, the root, "
                "/proc, a cgroup, seccomp) spread over the workers on 2 CPUs shared with the "
                "rest of the machine; the kernel work per build is the cold start's.",

@@ -125,6 +125,11 @@ void mount_layout_set_ca(struct fb_layout *l, int fd, unsigned long hash)
     l->ca_hash = hash;
 }
 
+int mount_layout_scratch(const struct fb_layout *l)
+{
+    return l ? l->scratch_fd : -1;
+}
+
 void mount_layout_free(struct fb_layout *l)
 {
     if (!l)

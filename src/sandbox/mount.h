@@ -47,6 +47,9 @@ int mount_scratch(const struct fb_policy *p, struct fb_layout *l, int ctl, struc
 int mount_cow(const struct fb_policy *p, struct fb_layout *l, int ctl, struct fb_err *err);
 
 void mount_layout_free(struct fb_layout *l);
+/* The scratch tmpfs's root once mount_scratch made it (the layout's, not
+ * the caller's to close), or -1. */
+int mount_layout_scratch(const struct fb_layout *l);
 
 /* The per-run CA (docs/secrets.md): fd a memfd of its PEM certificate
  * (the layout's from now), hash its subject hash. mount_build then covers

@@ -44,6 +44,7 @@
 #include "seccomp.h"
 
 #include <fcntl.h>
+#include <dirent.h>
 #include <grp.h>
 #include <linux/sched.h>
 #include <linux/securebits.h>
@@ -163,6 +164,14 @@ static void child_join_late(const struct fb_policy *p, int ctl, bool *nproc_fall
     }
 }
 
+/* In a session's init: its scratch space's descriptor (child_main). */
+static int kept_scratch = -1;
+
+int sandbox_session_scratch(void)
+{
+    return kept_scratch;
+}
+
 __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum fb_mode mode,
                                                  int ctl, struct fb_layout *layout,
                                                  const struct fb_ids *ids, bool nproc_fallback,
@@ -256,6 +265,12 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         x->child(p, ctl, x->arg);
     if (mount_scratch(p, layout, ctl, &err) < 0)
         child_fail(ctl, &err);
+    /* A session's init keeps a descriptor of its scratch space, so that
+     * the server need not hold one per idle session (sandbox_scratch_park);
+     * not with --cow, whose scratch holds snapshots the sandbox must not
+     * reach by any way. */
+    if (mode == FB_MODE_SESSION && !p->cow)
+        kept_scratch = fcntl(mount_layout_scratch(layout), F_DUPFD_CLOEXEC, 3);
     if (p->cow && mount_cow(p, layout, ctl, &err) < 0)
         child_fail(ctl, &err);
     if (mount_build(p, layout, &err) < 0)
@@ -718,6 +733,11 @@ static int on_scratch(struct spawning *st, int fd, struct fb_err *err)
 {
     struct fb_sandbox *sb = st->sb;
     sb->scratch_fd = fd;
+    struct stat sst;
+    if (fstat(fd, &sst) == 0) {
+        sb->scratch_dev = sst.st_dev;
+        sb->scratch_ino = sst.st_ino;
+    }
     if (sb->cow) {
         sb->cow->scratch = sb->scratch_fd; /* snapshots live there */
         sb->cow->cg = sb->cg;
@@ -843,9 +863,74 @@ fail:
 int64_t sandbox_disk_used(const struct fb_sandbox *sb)
 {
     struct statfs st;
-    if (sb->scratch_fd < 0 || fstatfs(sb->scratch_fd, &st) < 0 || st.f_blocks == 0)
+    int fd = sandbox_scratch_open(sb);
+    int rc = fd < 0 ? -1 : fstatfs(fd, &st);
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0 || st.f_blocks == 0)
         return -1; /* a tmpfs without a size says 0 blocks: nothing to subtract from */
     return (int64_t)(st.f_blocks - st.f_bfree) * (int64_t)st.f_bsize;
+}
+
+/* The scratch space from init's own descriptor table: the descriptor of
+ * the directory recorded at set-up (device and inode, checked on the
+ * descriptor taken, so whatever init's table holds now cannot pass for
+ * it). */
+static int scratch_from_init(const struct fb_sandbox *sb)
+{
+    if (sb->pid <= 0 || !sb->scratch_ino)
+        return -1;
+    int pfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
+    if (pfd < 0)
+        return -1;
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)sb->pid);
+    int got = -1;
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && got < 0 && (de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || st.st_dev != sb->scratch_dev ||
+            st.st_ino != sb->scratch_ino)
+            continue;
+        int fd = (int)syscall(SYS_pidfd_getfd, pfd, atoi(de->d_name), 0);
+        if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != sb->scratch_dev ||
+                        st.st_ino != sb->scratch_ino || !S_ISDIR(st.st_mode))) {
+            close(fd);
+            fd = -1;
+        }
+        got = fd;
+    }
+    if (d)
+        closedir(d);
+    close(pfd);
+    return got;
+}
+
+int sandbox_scratch_open(const struct fb_sandbox *sb)
+{
+    if (sb->scratch_fd >= 0)
+        return fcntl(sb->scratch_fd, F_DUPFD_CLOEXEC, 3);
+    return sb->scratch_parked ? scratch_from_init(sb) : -1;
+}
+
+void sandbox_scratch_park(struct fb_sandbox *sb)
+{
+    if (sb->scratch_fd < 0 || sb->cow || sb->ll)
+        return;
+    /* Only where it can be taken back (pidfd_getfd needs ptrace rights
+     * over init: Yama's admin-only mode refuses them to a non-root server). */
+    sb->scratch_parked = true;
+    int fd = scratch_from_init(sb);
+    if (fd < 0) {
+        sb->scratch_parked = false;
+        return;
+    }
+    close(fd);
+    close(sb->scratch_fd);
+    sb->scratch_fd = -1;
 }
 
 void sandbox_kill(struct fb_sandbox *sb)

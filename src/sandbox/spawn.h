@@ -55,7 +55,11 @@ struct fb_sandbox {
     struct fb_cow *cow;      /* --cow: the upper layer and conflict baseline (cow.h) */
     int scratch_fd;          /* the sandbox's scratch tmpfs (its root), or -1: for
                                 fstatfs(), and for treecopy.h's walks (fork,
-                                snapshots), which follow no link; never a path */
+                                snapshots), which follow no link; never a path.
+                                Use sandbox_scratch_open (it may be parked) */
+    dev_t scratch_dev;       /* the scratch root's device and inode, recorded at */
+    ino_t scratch_ino;       /* set-up: what a parked one is checked against */
+    bool scratch_parked;     /* sandbox_scratch_park: init holds it */
     struct fb_ids ids;
     uint64_t start_ns;
     bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */
@@ -120,6 +124,18 @@ void landlock_release(struct fb_sandbox *sb);
 
 /* Kill the sandbox (SIGKILL to init empties its pid namespace). */
 void sandbox_kill(struct fb_sandbox *sb);
+
+/* A new descriptor of the sandbox's scratch space (the caller closes it),
+ * or -1. */
+int sandbox_scratch_open(const struct fb_sandbox *sb);
+/* A session sandbox (not --cow) whose supervisor holds many: close the
+ * supervisor's descriptor of the scratch space; sandbox_scratch_open then
+ * takes init's own (pidfd_getfd), checked against the directory recorded at
+ * set-up. Nothing happens where that cannot be done. */
+void sandbox_scratch_park(struct fb_sandbox *sb);
+/* In a session's init: the descriptor of its scratch space it keeps for
+ * sandbox_scratch_park (its loop must not close it), or -1. */
+int sandbox_session_scratch(void);
 
 /* Bytes used in the sandbox's scratch space (--disk) now; -1 if unknown. */
 int64_t sandbox_disk_used(const struct fb_sandbox *sb);

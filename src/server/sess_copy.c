@@ -45,13 +45,14 @@ static struct tree_ids ids_of(const struct fb_ids *ids)
 struct fb_fork *fork_prepare(const struct fb_sandbox *orig, const struct fb_policy *p,
                              struct fb_err *err)
 {
-    if (orig->scratch_fd < 0) {
+    int scratch = sandbox_scratch_open(orig);
+    if (scratch < 0) {
         fb_errf(err, FB_EXIT_SETUP, "the session has no scratch space to copy");
         return NULL;
     }
     struct fb_fork *f = fb_xcalloc(1, sizeof *f);
     f->upper = f->dst = -1;
-    f->scratch = fcntl(orig->scratch_fd, F_DUPFD_CLOEXEC, 3);
+    f->scratch = scratch;
     if (orig->cow && orig->cow->upper >= 0)
         f->upper = fcntl(orig->cow->upper, F_DUPFD_CLOEXEC, 3);
     if (f->scratch < 0 || (orig->cow && f->upper < 0)) {

@@ -1113,9 +1113,21 @@ void sess_init_main(const struct fb_policy *p, int ctl)
     /* The server's descriptors came along with the clone (other sessions'
      * pipes and control sockets, client connections): none of them belongs
      * here, and a copy would hold their other ends open. */
-    if (ctl > 3)
-        syscall(SYS_close_range, 3, (unsigned)ctl - 1, 0);
-    syscall(SYS_close_range, (unsigned)ctl + 1, ~0U, 0);
+    int keep[2] = {ctl, sandbox_session_scratch()}; /* (the server takes that one
+                                                        back when it needs it) */
+    if (keep[1] >= 0 && keep[1] < keep[0]) {
+        keep[1] = keep[0];
+        keep[0] = sandbox_session_scratch();
+    }
+    unsigned from = 3;
+    for (int i = 0; i < 2; i++) {
+        if (keep[i] < 0)
+            continue;
+        if ((unsigned)keep[i] > from)
+            syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+        from = (unsigned)keep[i] + 1;
+    }
+    syscall(SYS_close_range, from, ~0U, 0);
     /* A write past RLIMIT_FSIZE must fail with EFBIG, not kill init. */
     signal(SIGXFSZ, SIG_IGN);
     umask(0);

@@ -195,8 +195,10 @@ int sess_watch(struct sess *ss)
         close(sb->pidfd);
         sb->pidfd = -1;
     }
-    /* Its cgroup's directories are opened when used (info, limits). */
+    /* Its cgroup's directories are opened when used (info, limits), its
+     * scratch space taken from init's own descriptor when needed. */
     cgroup_park(sb->cg);
+    sandbox_scratch_park(sb);
     /* The network relay's sockets are watched in the server's own epoll
      * (no epoll of its own per session, egress.h). */
     if (sb->egress && egress_share_epoll(sb->egress, ss->srv->ep) < 0)
