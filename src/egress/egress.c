@@ -657,33 +657,33 @@ int egress_fd(const struct fb_egress *e) { return e ? e->ep : -1; }
 static void handle_event(struct fb_egress *e, struct handle *h, uint32_t events)
 {
     switch (h->kind) {
-        case H_DNS_UDP:
-            dns_udp_ready(e);
+    case H_DNS_UDP:
+        dns_udp_ready(e);
+        break;
+    case H_DNS_TCP:
+    case H_PROXY:
+    case H_LISTEN:
+        accept_ready(e, (struct listener *)h);
+        break;
+    case H_TIMER:
+        timer_tick(e);
+        break;
+    case H_RESOLVER:
+        resolver_ready(e);
+        break;
+    case H_QUEUE:
+        egress_queue_drain(e);
+        break;
+    case H_SIDE: {
+        struct side *s = (struct side *)h;
+        if (s->c->dead)
             break;
-        case H_DNS_TCP:
-        case H_PROXY:
-        case H_LISTEN:
-            accept_ready(e, (struct listener *)h);
-            break;
-        case H_TIMER:
-            timer_tick(e);
-            break;
-        case H_RESOLVER:
-            resolver_ready(e);
-            break;
-        case H_QUEUE:
-            egress_queue_drain(e);
-            break;
-        case H_SIDE: {
-            struct side *s = (struct side *)h;
-            if (s->c->dead)
-                break;
-            if (s->c->ph == PH_DNS)
-                dns_tcp_event(e, s->c, events);
-            else
-                side_event(e, s, events);
-            break;
-        }
+        if (s->c->ph == PH_DNS)
+            dns_tcp_event(e, s->c, events);
+        else
+            side_event(e, s, events);
+        break;
+    }
     }
 }
 

@@ -664,12 +664,6 @@ static void dispatch(struct srv *srv, struct watch *w, uint32_t ev)
             reaped_done(srv, ss->s);
         break;
     }
-    case W_EGRESS: {
-        struct sess *ss = w->ptr;
-        if (!ss->dead && ss->s->sb.egress && ss->s->state == SESS_READY)
-            egress_dispatch(ss->s->sb.egress);
-        break;
-    }
     case W_WS:
         ws_on_done(srv);
         break;

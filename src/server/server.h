@@ -68,7 +68,7 @@ struct srv_limits {
 
 /* ---- objects ---- */
 
-enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_REAP, W_EGRESS, W_PIPE, W_WS, W_PORT,
+enum wkind { W_LISTEN = 1, W_SIG, W_WORKER, W_CONN, W_CTL, W_PIDFD, W_REAP, W_PIPE, W_WS, W_PORT,
              W_RELAY };
 
 struct watch {
@@ -125,7 +125,8 @@ struct outrec {
 struct sess {
     struct srv *srv;
     struct fb_session *s;
-    struct watch wctl, wpid, wegress;
+    struct watch wctl, wpid; /* (its network relay's sockets are watched by
+                                the relay itself, in the server's epoll) */
     struct watch wreap; /* dying: the loop's own copy of init's pidfd, so a
                            destroy is answered when init is gone (W_REAP) */
     struct op *ops;  /* waiting on init, or on this session */

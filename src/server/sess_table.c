@@ -147,7 +147,6 @@ struct sess *sess_new(struct srv *srv, struct fb_session *s)
     s->srv = ss;
     w_init(&ss->wctl, W_CTL, 0, ss, -1);
     w_init(&ss->wpid, W_PIDFD, 0, ss, -1);
-    w_init(&ss->wegress, W_EGRESS, 0, ss, -1);
     w_init(&ss->wreap, W_REAP, 0, ss, -1);
     ss->next = srv->sesss;
     if (srv->sesss)
@@ -210,8 +209,7 @@ void sess_unwatch(struct sess *ss)
 {
     w_set(ss->srv, &ss->wctl, 0);
     w_set(ss->srv, &ss->wpid, 0);
-    w_set(ss->srv, &ss->wegress, 0);
-    ss->wctl.fd = ss->wpid.fd = ss->wegress.fd = -1;
+    ss->wctl.fd = ss->wpid.fd = -1;
     /* The relay stops here, on this thread: events of it this batch has
      * fetched already are ignored, and it is freed after the batch (not by
      * the worker, which releases the rest). */
@@ -593,18 +591,14 @@ void session_create_for(struct conn *c, json_t *id, json_t *params, struct runre
 {
     struct srv *srv = c->srv;
     struct proto_err e = {0};
-    if (srv->stopping)
-        {
-        run_free(r);
-        return send_errf(c, id, "shutting_down", "the server is stopping");
+    if (srv->stopping) {
+        perr_set(&e, "shutting_down", "the server is stopping");
+        goto refuse;
     }
     if ((int64_t)sessions_of(srv, c->uid) >= srv->lim.max_sessions) {
         perr_set(&e, "limit_exceeded", "at most %lld sessions per user", (long long)srv->lim.max_sessions);
         snprintf(e.limit, sizeof e.limit, "sessionsPerUid");
-        {
-            run_free(r);
-            return send_error(c, id, &e);
-        }
+        goto refuse;
     }
     struct fb_policy p;
     struct session_params sp;
@@ -620,18 +614,12 @@ void session_create_for(struct conn *c, json_t *id, json_t *params, struct runre
         json_t *hosts;
         if (!json_is_array(publish)) {
             perr_param(&e, "publish", "publish must be an array");
-            {
-            run_free(r);
-            return send_error(c, id, &e);
-        }
+            goto refuse;
         }
         json_array_foreach(publish, i, v)
         {
             if (port_spec_parse(v, "publish", &port, &hp, &any, &hosts, &e) < 0)
-                {
-            run_free(r);
-            return send_error(c, id, &e);
-        }
+                goto refuse;
         }
     } else {
         publish = NULL;
@@ -642,10 +630,7 @@ void session_create_for(struct conn *c, json_t *id, json_t *params, struct runre
     sess_secrets_wipe(params);
     if (prc < 0) {
         policy_free(&p);
-        {
-            run_free(r);
-            return send_error(c, id, &e);
-        }
+        goto refuse;
     }
     if (!p.limits.nofile)
         p.limits.nofile = srv->sandbox_nofile;
@@ -658,13 +643,14 @@ void session_create_for(struct conn *c, json_t *id, json_t *params, struct runre
     }
     if (sess_record_open(params, &p, foreign, &sp.rec, &e) < 0) {
         policy_free(&p);
-        {
-            run_free(r);
-            return send_error(c, id, &e);
-        }
+        goto refuse;
     }
     pool_take_or_spawn(c, id, &p, &sp, params, publish, r);
     record_discard(sp.rec); /* refused before a session took it */
+    return;
+refuse:
+    run_free(r);
+    send_error(c, id, &e);
 }
 
 /* The worker finished spawning s. */
