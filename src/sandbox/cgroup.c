@@ -355,7 +355,8 @@ bool cgroup_before_clone(const struct fb_policy *p)
 /* Creating and removing cgroups changes what this file and the hierarchies
  * share (the sequence number, a hierarchy's users, the sweep): one thread
  * at a time (a server spawns on several). */
-static pthread_mutex_t cg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t cg_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP; /* a failed create
+                                                                       destroys what it made */
 
 static int create(const struct fb_policy *p, struct fb_cgroup **out, struct fb_err *err);
 
