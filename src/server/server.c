@@ -403,6 +403,17 @@ static void free_all(struct srv *srv)
 
 static void bury_flush(struct srv *srv)
 {
+    /* Detached relays first: one reads its session's policy as it goes. */
+    for (struct grave **gp = &srv->graves; *gp;) {
+        struct grave *g = *gp;
+        if (g->kind != GRAVE_EGRESS) {
+            gp = &g->next;
+            continue;
+        }
+        *gp = g->next;
+        egress_free(g->p);
+        free(g);
+    }
     while (srv->graves) {
         struct grave *g = srv->graves;
         srv->graves = g->next;
