@@ -85,6 +85,14 @@ void fb_warn_sink(void (*sink)(const char *msg, size_t len));
 void fb_iso_time(char *buf, size_t cap);
 
 /* I/O that handles EINTR and short transfers. Return 0 / bytes, or -1 with errno. */
+/* The ids of this thread alone, with the raw system calls: real, effective
+ * and saved to gid then uid; no supplementary groups. For a child cloned
+ * from a threaded process (clone3, not fork): glibc's set*id functions
+ * would signal the parent's other threads, which the child does not have,
+ * and wait for ever for one the parent was creating at the clone. -1 and
+ * errno on failure. */
+int fb_set_ids_raw(uid_t uid, gid_t gid);
+int fb_drop_groups_raw(void);
 int fb_write_all(int fd, const void *buf, size_t len);
 ssize_t fb_read_full(int fd, void *buf, size_t len); /* until len or EOF */
 /* Write a small string to a file (procfs, cgroupfs). Returns 0 or -1/errno. */

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 
 /* An error or warning is one line whatever values it quotes: control
@@ -531,4 +532,16 @@ void fb_proctitle_set(const char *title)
     memset(title_start, 0, room);
     size_t n = strlen(title);
     memcpy(title_start, title, n < room - 1 ? n : room - 1);
+}
+
+int fb_set_ids_raw(uid_t uid, gid_t gid)
+{
+    if (syscall(SYS_setresgid, gid, gid, gid) < 0)
+        return -1;
+    return syscall(SYS_setresuid, uid, uid, uid) < 0 ? -1 : 0;
+}
+
+int fb_drop_groups_raw(void)
+{
+    return syscall(SYS_setgroups, 0, NULL) < 0 ? -1 : 0;
 }

@@ -318,8 +318,7 @@ __attribute__((noreturn)) static void reset_helper(struct fb_cow *c, int lower_t
     /* As root our own uid is not mapped in there: become the sandbox's user
      * (keeping the capabilities setns gave us) so what we create is its. */
     prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0);
-    if (setresgid(c->inside_gid, c->inside_gid, c->inside_gid) < 0 ||
-        setresuid(c->inside_uid, c->inside_uid, c->inside_uid) < 0) {
+    if (fb_set_ids_raw(c->inside_uid, c->inside_gid) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "switching to the sandbox's ids");
         goto fail;
     }

@@ -67,9 +67,9 @@ static int become(const struct fb_ll *ll, struct fb_err *err)
 {
     if (drop_bounding(err) < 0)
         return -1;
-    if (setgroups(0, NULL) < 0)
+    if (fb_drop_groups_raw() < 0)
         return fb_errno(err, FB_EXIT_SETUP, "dropping supplementary groups");
-    if (setresgid(ll->gid, ll->gid, ll->gid) < 0 || setresuid(ll->uid, ll->uid, ll->uid) < 0)
+    if (fb_set_ids_raw(ll->uid, ll->gid) < 0)
         return fb_errno(err, FB_EXIT_SETUP, "switching to uid %u gid %u", (unsigned)ll->uid,
                         (unsigned)ll->gid);
     return 0;

@@ -233,7 +233,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         child_fail(ctl, &err);
     }
 
-    if (ids->root && setgroups(0, NULL) < 0) {
+    if (ids->root && fb_drop_groups_raw() < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "dropping supplementary groups");
         child_fail(ctl, &err);
     }
@@ -246,7 +246,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         fb_errno(&err, FB_EXIT_SETUP, "securebits");
         child_fail(ctl, &err);
     }
-    if (setresgid(p->gid, p->gid, p->gid) < 0 || setresuid(p->uid, p->uid, p->uid) < 0) {
+    if (fb_set_ids_raw(p->uid, p->gid) < 0) {
         fb_errno(&err, FB_EXIT_SETUP, "switching to uid %u gid %u", p->uid, p->gid);
         child_fail(ctl, &err);
     }
