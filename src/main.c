@@ -9,6 +9,7 @@
 #include "mcp.h"
 #include "profile.h"
 #include "report.h"
+#include "sess_sandbox.h"
 #include "supervise.h"
 #include "toolchain.h"
 
@@ -98,6 +99,9 @@ static bool called_as_oci(const char *argv0)
 
 int main(int argc, char **argv)
 {
+    /* A session's init in its fresh image (spawn.h): nothing else first. */
+    if (argc >= 2 && !strcmp(argv[1], FB_SESSION_IMAGE_CMD))
+        return sess_init_image(argc, argv);
     fb_proctitle_init(argc, argv);
     if (argc > 0 && called_as_oci(argv[0]))
         return cmd_oci(argc - 1, argv + 1);

@@ -85,8 +85,36 @@ __attribute__((noreturn)) static void fail(int ctl, struct fb_err *err)
     _exit(FB_EXIT_SETUP);
 }
 
+/* A session's loop in a fresh image of fluebox (spawn.h, image_fd): the
+ * control socket and the scratch's descriptor go across the exec, nothing
+ * else (the environment is empty; every other descriptor is close-on-exec
+ * or closed by the loop). Capabilities are gone and no_new_privs is set, so
+ * the exec gains nothing. Returns only if the exec failed, with both
+ * descriptors as they were: the caller goes on in this image. */
+static void session_reexec(const struct fb_policy *p, int ctl, int image)
+{
+    int scratch = sandbox_session_scratch();
+    int fl_ctl = fcntl(ctl, F_GETFD);
+    int fl_scr = scratch >= 0 ? fcntl(scratch, F_GETFD) : 0;
+    if (fl_ctl < 0 || fl_scr < 0)
+        return;
+    char a_ctl[16], a_scr[16];
+    snprintf(a_ctl, sizeof a_ctl, "%d", ctl);
+    snprintf(a_scr, sizeof a_scr, "%d", scratch);
+    char *argv[] = {"fluebox", FB_SESSION_IMAGE_CMD, a_ctl, a_scr,
+                    p->seccomp.enabled ? "1" : "0", NULL};
+    char *envp[] = {NULL};
+    fcntl(ctl, F_SETFD, fl_ctl & ~FD_CLOEXEC);
+    if (scratch >= 0)
+        fcntl(scratch, F_SETFD, fl_scr & ~FD_CLOEXEC);
+    syscall(SYS_execveat, image, "", argv, envp, AT_EMPTY_PATH);
+    fcntl(ctl, F_SETFD, fl_ctl);
+    if (scratch >= 0)
+        fcntl(scratch, F_SETFD, fl_scr);
+}
+
 void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc_fallback,
-               fb_session_main session_main)
+               const struct fb_session_hooks *h)
 {
     struct fb_err err = {0};
     /* A new session: nothing in the sandbox has a controlling terminal, so
@@ -115,19 +143,23 @@ void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc
         fb_errno(&err, FB_EXIT_SETUP, "signalfd");
         fail(ctl, &err);
     }
+    if (mode == FB_MODE_SESSION) {
+        close(sfd);
+        if (!h || !h->main) {
+            ctl_sendf(ctl, FB_MSG_ERR, FB_EXIT_SETUP, "a session sandbox without its init's loop");
+            _exit(FB_EXIT_SETUP);
+        }
+        /* The fresh image loads the filters itself (the same records on
+         * ctl) before it serves anything. */
+        if (h->image_fd > 2)
+            session_reexec(p, ctl, h->image_fd);
+    }
     /* The filters come from the supervisor (generated while we built the
      * root); with --seccomp-log or learn the listener goes back to it. */
     if (seccomp_receive_and_load(p, ctl, &err) < 0)
         fail(ctl, &err);
-
-    if (mode == FB_MODE_SESSION) {
-        close(sfd);
-        if (!session_main) {
-            ctl_sendf(ctl, FB_MSG_ERR, FB_EXIT_SETUP, "a session sandbox without its init's loop");
-            _exit(FB_EXIT_SETUP);
-        }
-        session_main(p, ctl);
-    }
+    if (mode == FB_MODE_SESSION)
+        h->main(p, ctl);
 
     /* run -t: a terminal of the sandbox's own devpts for the command; the
      * master goes to the supervisor, which relays it to the caller's. */

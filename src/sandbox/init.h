@@ -13,12 +13,13 @@
  *   FB_MODE_RUN:     forks and execs p->argv, forwards signals to it, reaps
  *                    orphans, reports the command's wait status (FB_MSG_EXIT)
  *                    and exits, which kills whatever is left in the sandbox;
- *   FB_MODE_SESSION: hands over to session_main (the server's loop,
- *                    sess_init.c, given to sandbox_spawn_session).
+ *   FB_MODE_SESSION: hands over to the session's loop (h->main, the
+ *                    server's sess_init.c, given to sandbox_spawn_session),
+ *                    in a fresh image of fluebox when h->image_fd says so
+ *                    (spawn.h), seccomp then loaded by that image.
  * Never returns. */
-typedef __attribute__((noreturn)) void (*fb_session_main)(const struct fb_policy *p, int ctl);
 __attribute__((noreturn)) void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl,
-                                         bool nproc_fallback, fb_session_main session_main);
+                                         bool nproc_fallback, const struct fb_session_hooks *h);
 
 /* Sent by the supervisor to init when the run must end (--timeout): init
  * kills every other process of the sandbox, reaps them, reports the

@@ -88,15 +88,19 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Close every descriptor above 2 except ctl, the prepared mount trees and
- * what an FB_MODE_EXT caller keeps. */
-static void close_inherited(int ctl, const struct fb_layout *layout, const struct fb_spawn_ext *x)
+/* Close every descriptor above 2 except ctl, the prepared mount trees,
+ * what an FB_MODE_EXT caller keeps and a session's image (spawn.h; it is
+ * close-on-exec, so nothing of the sandbox ever holds it). */
+static void close_inherited(int ctl, const struct fb_layout *layout, const struct fb_spawn_ext *x,
+                            const struct fb_session_hooks *h)
 {
     size_t nx = x ? x->nkeep : 0;
-    size_t cap = 1 + mount_layout_nfds(layout) + nx;
+    size_t cap = 2 + mount_layout_nfds(layout) + nx;
     cleanup_free int *keep = fb_xmalloc(cap * sizeof *keep);
     size_t n = 0;
     keep[n++] = ctl;
+    if (h && h->image_fd > 2)
+        keep[n++] = h->image_fd;
     n += mount_layout_fds(layout, keep + n, cap - n);
     for (size_t i = 0; i < nx; i++)
         if (x->keep_fds[i] >= 0)
@@ -191,7 +195,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
      * sessions' sockets and pipes. None belongs in a sandbox (a directory fd
      * of the host is a way out of any mount namespace), so only the control
      * socket and the prepared mounts stay. */
-    close_inherited(ctl, layout, x);
+    close_inherited(ctl, layout, x, h);
     fb_proctitle_set(mode == FB_MODE_SESSION ? "fluebox-session-init" : "fluebox-init");
     /* If the supervisor dies, so does the sandbox (init's death empties the
      * pid namespace). Set again after the id change below, which clears it.
@@ -277,7 +281,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
         child_fail(ctl, &err);
     if (late_cg)
         child_join_late(p, ctl, &nproc_fallback);
-    init_main(p, mode, ctl, nproc_fallback, h ? h->main : NULL);
+    init_main(p, mode, ctl, nproc_fallback, h);
 }
 
 static int clone_sandbox(unsigned long flags, int cgfd, int *pidfd,

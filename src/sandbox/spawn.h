@@ -100,13 +100,31 @@ struct fb_seed {
  *                thread holds no lock of its own there, so a caller with
  *                several spawning threads lets another one clone meanwhile
  *                (see clone_guard). NULL: nothing;
- *   seed         the scratch's seed (session.fork, above), or NULL. */
+ *   seed         the scratch's seed (session.fork, above), or NULL;
+ *   image_fd     when > 2: a descriptor of a static fluebox binary (opened
+ *                by the caller from its own /proc/self/exe). init then
+ *                runs its loop in a fresh image of it, exec'd just before
+ *                it loads seccomp (FB_SESSION_IMAGE_CMD), instead of in the
+ *                copy of the caller's address space the clone gave it: the
+ *                caller's pages stop being shared with every session (no
+ *                copy-on-write faults in the caller, no page tables of the
+ *                caller's whole heap per session, nothing of the caller's
+ *                memory left inside). An exec that fails falls back to main.
+ *                0: none. */
 struct fb_session_hooks {
     __attribute__((noreturn)) void (*main)(const struct fb_policy *p, int ctl);
     void (*clone_guard)(bool before);
     void (*wait)(bool begin);
     const struct fb_seed *seed;
+    int image_fd;
 };
+
+/* The hidden command a session's init execs in its fresh image:
+ * `fluebox __session-init CTL SCRATCH SECCOMP` (the control socket's and
+ * the scratch's descriptor numbers, the latter -1 for none; SECCOMP 1 when
+ * filters follow on CTL). main() hands it to the session loop before
+ * anything else runs. */
+#define FB_SESSION_IMAGE_CMD "__session-init"
 int sandbox_spawn_session(const struct fb_policy *p, const struct fb_session_hooks *h,
                           struct fb_sandbox *sb, struct fb_err *err);
 

@@ -1,6 +1,8 @@
-/* sess_init.c — pid 1 of a session sandbox. init_main() calls sess_init_main() once
- * capabilities are dropped and seccomp is loaded; from then on this loop
- * serves the server's records (sess_sandbox.h) on the control socket:
+/* sess_init.c — pid 1 of a session sandbox. init_main() execs a fresh image of
+ * fluebox once capabilities are dropped (sess_init_image(): undumpable
+ * again, then seccomp loaded), or, where it cannot, calls sess_init_main()
+ * once seccomp is loaded; either way this loop then serves the server's
+ * records (sess_sandbox.h) on the control socket:
  *
  *   exec     fork; the child takes the pipes the server passed as 0/1/2 and
  *            execs through init_exec_child(): same namespaces, cgroup,
@@ -33,6 +35,7 @@
 #include "pty.h"
 #include "rmtree.h"
 #include "safeopen.h"
+#include "seccomp.h"
 #include "sess_sandbox.h"
 
 #include <dirent.h>
@@ -41,7 +44,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -1106,18 +1111,20 @@ static void reap(void)
     }
 }
 
-void sess_init_main(const struct fb_policy *p, int ctl)
+/* The loop itself, in whichever image runs it: scratch is the scratch
+ * space's descriptor that init keeps (the server takes it back when it
+ * needs it), or -1. */
+__attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int ctl, int scratch)
 {
     pol = p;
     ctl_fd = ctl;
     /* The server's descriptors came along with the clone (other sessions'
      * pipes and control sockets, client connections): none of them belongs
      * here, and a copy would hold their other ends open. */
-    int keep[2] = {ctl, sandbox_session_scratch()}; /* (the server takes that one
-                                                        back when it needs it) */
+    int keep[2] = {ctl, scratch};
     if (keep[1] >= 0 && keep[1] < keep[0]) {
         keep[1] = keep[0];
-        keep[0] = sandbox_session_scratch();
+        keep[0] = scratch;
     }
     unsigned from = 3;
     for (int i = 0; i < 2; i++) {
@@ -1204,4 +1211,50 @@ void sess_init_main(const struct fb_policy *p, int ctl)
         /* Reap between batches too: a fast exec may be done already. */
         reap();
     }
+}
+
+void sess_init_main(const struct fb_policy *p, int ctl)
+{
+    init_loop(p, ctl, sandbox_session_scratch());
+}
+
+/* A descriptor number from the command line: digits only, in range. */
+static int arg_fd(const char *a, int min)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(a, &end, 10);
+    if (errno || end == a || *end || v < min || v > INT_MAX)
+        return -2;
+    return (int)v;
+}
+
+int sess_init_image(int argc, char **argv)
+{
+    /* The exec made this process dumpable again: before anything else, so
+     * that nothing of the sandbox's uid can read or trace its memory and
+     * descriptors through /proc/1 (init_main did the same in the image
+     * before). Nothing else runs in the sandbox yet: the server starts
+     * commands only once this loop says ready. */
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+        _exit(FB_EXIT_SETUP);
+    int ctl = argc == 5 ? arg_fd(argv[2], 3) : -2;
+    int scratch = argc == 5 ? arg_fd(argv[3], -1) : -2;
+    struct stat st;
+    if (ctl < 0 || scratch < -1 || (argv[4][0] != '0' && argv[4][0] != '1') || argv[4][1] ||
+        fstat(ctl, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+        fprintf(stderr, "fluebox: %s is the image a session's init runs, started by fluebox "
+                        "serve inside its sandbox; it is not a command\n", FB_SESSION_IMAGE_CMD);
+        return FB_EXIT_SETUP;
+    }
+    /* What the loop reads of the policy: the command search (harden_exec:
+     * no exec_path in a session) and whether filters follow on ctl. */
+    static struct fb_policy p;
+    p.seccomp.enabled = argv[4][0] == '1';
+    struct fb_err err = {0};
+    if (seccomp_receive_and_load(&p, ctl, &err) < 0) {
+        ctl_sendf(ctl, FB_MSG_ERR, err.code ? err.code : FB_EXIT_SETUP, "%s", err.msg);
+        _exit(FB_EXIT_SETUP);
+    }
+    init_loop(&p, ctl, scratch);
 }

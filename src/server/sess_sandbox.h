@@ -178,4 +178,11 @@ void worker_stop(void); /* waits for queued jobs to finish */
  * itself. */
 __attribute__((noreturn)) void sess_init_main(const struct fb_policy *p, int ctl);
 
+/* The same loop as the whole program of a fresh image (spawn.h, image_fd):
+ * main() calls it for `fluebox __session-init CTL SCRATCH SECCOMP`. It makes
+ * itself undumpable, loads the filters the server sends on CTL, and serves.
+ * Returns (FB_EXIT_SETUP, a one-line message) only when its arguments are
+ * not those init passes. */
+int sess_init_image(int argc, char **argv);
+
 #endif

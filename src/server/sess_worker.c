@@ -14,6 +14,8 @@
 
 #include "toolchain.h"
 
+#include <elf.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -49,6 +51,7 @@ static bool wstop, wrunning;
 static int wefd = -1;
 static pthread_t wthreads[WORKERS_MAX];
 static int nworkers;
+static int wimage = -1; /* the image session inits run (open_image) */
 
 /* The clone guard (spawn.h). The child of a clone3 is a copy of the calling
  * thread alone: a lock another thread held at that instant (malloc's,
@@ -201,7 +204,7 @@ static void do_spawn(struct fb_session *s)
     s->spawn_err.notes = &s->notes;
     struct fb_seed seed;
     struct fb_session_hooks hooks = {.main = sess_init_main, .clone_guard = clone_guard,
-                                     .wait = gate_wait};
+                                     .wait = gate_wait, .image_fd = wimage};
     if (s->pool_policy && pool_policy_build(s) < 0) {
         s->spawn_rc = -1;
         return;
@@ -276,8 +279,44 @@ static int workers_wanted(void)
     return n < 1 ? 1 : n > WORKERS_MAX ? WORKERS_MAX : (int)n;
 }
 
+/* The image every session's init runs its loop in (spawn.h, image_fd):
+ * this very binary, when it is static (a dynamic one would need its loader
+ * and libraries at the same paths inside every sandbox, which a profile's
+ * root need not have: then the loop stays in the clone of the server, as
+ * it does with FLUEBOX_SESSION_IMAGE=0, for comparisons in bench/). -1:
+ * none. The descriptor is of the file as it was at start: an upgrade that
+ * replaces it on disk does not mix two versions in one server. */
+static int open_image(void)
+{
+    const char *e = getenv("FLUEBOX_SESSION_IMAGE");
+    if (e && !strcmp(e, "0"))
+        return -1;
+    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[64];
+    bool ok = pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+              !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+              eh.e_phentsize == sizeof ph[0] && eh.e_phnum > 0 && eh.e_phnum <= 64;
+    size_t sz = ok ? eh.e_phnum * sizeof ph[0] : 0;
+    ok = ok && pread(fd, ph, sz, (off_t)eh.e_phoff) == (ssize_t)sz;
+    for (size_t i = 0; ok && i < eh.e_phnum; i++)
+        if (ph[i].p_type == PT_INTERP)
+            ok = false;
+    if (ok && fd < 3) { /* spawn.h: a descriptor above stdio */
+        int hi = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        close(fd);
+        fd = hi;
+    }
+    if (!ok && fd >= 0)
+        close(fd);
+    return ok ? fd : -1;
+}
+
 int worker_start(struct fb_err *err)
 {
+    wimage = open_image();
     wefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wefd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "eventfd");

@@ -263,6 +263,75 @@ def t_run_method_errors():
         srv.cleanup()
 
 
+def children(pid):
+    out = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                out += [int(x) for x in f.read().split()]
+        except OSError:
+            pass  # a thread that just ended
+    return out
+
+
+def vm_kb(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+@test
+def t_init_image():
+    """A session's init runs its loop in a fresh image of fluebox, exec'd
+    before it loads seccomp (docs/server.md, "Density"): it holds none of
+    the server's memory (other sessions' requests, the CA's key), and it
+    makes itself undumpable again after that exec, so nothing inside can
+    read it or take its descriptors (the control socket, the scratch
+    space) through /proc/1."""
+    srv = Server(["--pool", "0"])
+    try:
+        c = srv.conn()
+        before = set(children(srv.pid))
+        s = c.call("session.create")["session"]
+        inits = [k for k in children(srv.pid) if k not in before]
+        cmd = b""
+        if len(inits) == 1:
+            with open("/proc/%d/cmdline" % inits[0], "rb") as f:
+                cmd = f.read()
+        check("the session's init is the fresh image (fluebox __session-init)",
+              cmd.startswith(b"fluebox\0__session-init\0"), (inits, cmd))
+        if inits:
+            mine, server = vm_kb(inits[0], "VmSize"), vm_kb(srv.pid, "VmSize")
+            check("... mapping a fraction of the server's address space (%d of %d KiB)"
+                  % (mine, server), 0 < mine * 4 < server, (mine, server))
+        r = c.call("exec", {"session": s, "command":
+                            "for f in /proc/1/environ /proc/1/mem /proc/1/fd/0 /proc/1/maps; do "
+                            "cat $f >/dev/null 2>&1 && echo readable $f; done; "
+                            "readlink /proc/1/exe >/dev/null 2>&1 && echo readable exe; "
+                            "ls /proc/1/fd >/dev/null 2>&1 && echo readable fds; echo done"})
+        check("inside, pid 1 cannot be read: environ, mem, fds, maps, exe",
+              r.get("stdout") == "done\n", r)
+        r = c.call("exec", {"session": s, "argv": ["sh", "-c", "echo $((6*7))"]})
+        check("... and it serves execs", r.get("stdout") == "42\n", r)
+        c.call("session.destroy", {"session": s})
+    finally:
+        srv.cleanup()
+
+
+@test
+def t_init_image_by_hand():
+    """The hidden command is the image's entry, not a command: run by hand
+    (no control socket) it says so in one line and exits 125."""
+    for args in ([], ["3", "-1", "1"], ["0", "-1", "1"], ["x", "y", "z"], ["4", "-1", "2"]):
+        r = subprocess.run([FB, "__session-init"] + args, capture_output=True, timeout=30,
+                           stdin=subprocess.DEVNULL)
+        lines = r.stderr.decode(errors="replace").strip().splitlines()
+        check("fluebox __session-init %s: exit 125, one line" % " ".join(args),
+              r.returncode == 125 and len(lines) == 1 and "not a command" in lines[0], r)
+
+
 if __name__ == "__main__":
     from srvtest import main
     sys.exit(main())
