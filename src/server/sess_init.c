@@ -40,11 +40,11 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
-#include <limits.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>

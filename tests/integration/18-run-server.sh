@@ -145,22 +145,25 @@ while not b.endswith(b"\n"):
 print(json.loads(b)["result"]["pool"]["ready"])' "$SOCK")
   if [ "$FB_AS" = root ]; then "${py[@]}"; else setpriv --reuid="$FB_AS" --regid="$FB_AS" --init-groups -- "${py[@]}"; fi
 }
+# (A function, not `wait_for 30 pool_has_one`: that expands the
+# count once and waits on a constant.)
+pool_has_one() { [ "$(pool_ready)" = 1 ]; }
 pooled_runs() { grep -c 'label=fluebox-run.*pooled=true\|pooled=true.*fluebox-run' "$T/serve.err"; }
 created() { grep -c 'session.created' "$T/serve.err"; }
 if /usr/bin/python3 -m venv --without-pip "$T/venv" >/dev/null 2>&1; then
   chmod -R a+rX "$T/venv"
-  wait_for 30 [ "$(pool_ready)" = 1 ] || fail "the pool refills" "ready=$(pool_ready)"
+  wait_for 30 pool_has_one || fail "the pool refills" "ready=$(pool_ready)"
   c0=$(created)
   PATH="$T/venv/bin:$PATH" run_fb run --server "$SOCK" -- python3 -c 'import sys; print(sys.prefix)'
   l1=$(grep 'session.created' "$T/serve.err" | tail -n 1)
   [ "$RC" = 0 ] && [ "$OUT" = "$T/venv" ] && ok "a venv caller's first --server run has the venv's python3" || fail "venv caller, first run" "rc=$RC out=$OUT err=$ERR"
   case "$l1" in *pooled=false*) ok "  ... served cold (the pool had no venv)";; *) fail "venv caller, first run cold" "$l1";; esac
-  wait_for 30 [ "$(pool_ready)" = 1 ] || fail "the pool refills in the venv's shape" "ready=$(pool_ready)"
+  wait_for 30 pool_has_one || fail "the pool refills in the venv's shape" "ready=$(pool_ready)"
   PATH="$T/venv/bin:$PATH" run_fb run --server "$SOCK" -- python3 -c 'import sys; print(sys.prefix)'
   l2=$(grep 'session.created' "$T/serve.err" | tail -n 1)
   [ "$RC" = 0 ] && [ "$OUT" = "$T/venv" ] && ok "  ... its second run has the venv's python3 too" || fail "venv caller, second run" "rc=$RC out=$OUT err=$ERR"
   case "$l2" in *pooled=true*) ok "  ... and is taken from the pool, which took the venv's shape";; *) fail "venv caller, second run pooled" "$l2";; esac
-  wait_for 30 [ "$(pool_ready)" = 1 ] || fail "the pool refills" "ready=$(pool_ready)"
+  wait_for 30 pool_has_one || fail "the pool refills" "ready=$(pool_ready)"
   run_fb run --server "$SOCK" -- python3 -c 'import sys; print(sys.prefix)'
   l3=$(grep 'session.created' "$T/serve.err" | tail -n 1)
   [ "$RC" = 0 ] && [ "$OUT" != "$T/venv" ] && ok "a caller without the venv does not get it from the pool" || fail "plain caller after the venv" "rc=$RC out=$OUT err=$ERR"

@@ -119,11 +119,7 @@ class Server:
             return f.read()
 
     def rss_kb(self, field="VmRSS"):
-        with open("/proc/%d/status" % self.pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-        return -1
+        return status_kb(self.pid, field)
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.p.poll() is None:
@@ -139,6 +135,15 @@ class Server:
         self.stop()
         self.errf.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def status_kb(pid, field):
+    """A kB field of /proc/PID/status (VmRSS, VmSize, ...), -1 if absent."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return -1
 
 
 def session_inits(server_pid):

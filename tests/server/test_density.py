@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from srvtest import FB, Server, check, test
+from srvtest import FB, Server, check, session_inits, status_kb, test
 
 N_IDLE = 12
 
@@ -263,25 +263,6 @@ def t_run_method_errors():
         srv.cleanup()
 
 
-def children(pid):
-    out = []
-    for t in os.listdir("/proc/%d/task" % pid):
-        try:
-            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
-                out += [int(x) for x in f.read().split()]
-        except OSError:
-            pass  # a thread that just ended
-    return out
-
-
-def vm_kb(pid, key):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 @test
 def t_init_image():
     """A session's init runs its loop in a fresh image of fluebox, exec'd
@@ -293,9 +274,9 @@ def t_init_image():
     srv = Server(["--pool", "0"])
     try:
         c = srv.conn()
-        before = set(children(srv.pid))
+        before = set(session_inits(srv.pid))
         s = c.call("session.create")["session"]
-        inits = [k for k in children(srv.pid) if k not in before]
+        inits = [k for k in session_inits(srv.pid) if k not in before]
         cmd = b""
         if len(inits) == 1:
             with open("/proc/%d/cmdline" % inits[0], "rb") as f:
@@ -303,7 +284,7 @@ def t_init_image():
         check("the session's init is the fresh image (fluebox __session-init)",
               cmd.startswith(b"fluebox\0__session-init\0"), (inits, cmd))
         if inits:
-            mine, server = vm_kb(inits[0], "VmSize"), vm_kb(srv.pid, "VmSize")
+            mine, server = status_kb(inits[0], "VmSize"), srv.rss_kb("VmSize")
             check("... mapping a fraction of the server's address space (%d of %d KiB)"
                   % (mine, server), 0 < mine * 4 < server, (mine, server))
         r = c.call("exec", {"session": s, "command":
