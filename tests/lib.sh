@@ -227,14 +227,17 @@ skip_missing() { echo "ok - $1 # SKIP missing: $2${3:+ ($3)}"; }
 need() { command -v "$1" >/dev/null 2>&1 && return 0; skip_missing "$2" "$1"; return 1; }
 
 # wait_for SECONDS CMD... — polls CMD (every 20 ms) until it succeeds; false
-# if SECONDS pass first. For synchronisation on a condition, never sleep N.
-# CMD's arguments are expanded once, by the call: for a condition like
-# "$(pgrep ...)", wrap it in a function and pass the function.
+# if SECONDS of wall-clock time pass first (a deadline, not a count of
+# polls: where a fork costs 100 ms, as in the user-mode-linux guest, a count
+# stretched a 60 s wait past four minutes). For synchronisation on a
+# condition, never sleep N. CMD's arguments are expanded once, by the call:
+# for a condition like "$(pgrep ...)", wrap it in a function and pass the
+# function.
 wait_for() {
-  local secs=$1 i=0 n; shift
-  n=$((secs * 50))
+  local secs=$1 end; shift
+  end=$(( ${EPOCHREALTIME/./} + secs * 1000000 ))
   until "$@"; do
-    i=$((i + 1)); [ "$i" -ge "$n" ] && return 1
+    [ "${EPOCHREALTIME/./}" -ge "$end" ] && return 1
     sleep 0.02
   done
 }

@@ -106,12 +106,15 @@ nothing_left() { # NAME ID: no state, no cgroup
     if [ -z "$st" ] && [ -z "$cg" ]; then ok "$1: nothing left"; else fail "$1: left behind" "state: $st; cgroups: $cg"; fi
 }
 
-# wait_until TENTHS CMD...: until CMD succeeds, at most TENTHS tenths of a second.
+# wait_until TENTHS CMD...: until CMD succeeds, at most TENTHS tenths of a
+# second of wall-clock time (a deadline, not a count of polls).
 wait_until() {
-    local n=$1
+    local end=$(( ${EPOCHREALTIME/./} + $1 * 100000 ))
     shift
-    for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-    "$@"
+    until "$@"; do
+        [ "${EPOCHREALTIME/./}" -ge "$end" ] && { "$@"; return; }
+        sleep 0.1
+    done
 }
 st_field() { # ID KEY: a field of the container's state.json
     python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
