@@ -1,7 +1,7 @@
 /* server_file.c — the file.* methods (docs/protocol.md): each becomes a
- * record to the session's init (sess_init.c), which does the operation inside
- * the sandbox; contents and listings larger than a record travel through a
- * pipe passed with it. Replies from init are untrusted and checked. */
+ * record to the session's init (sess_init.c), which does the operation
+ * inside the sandbox (sess_files.c); contents and listings larger than a
+ * record travel through a pipe passed with it. Replies from init are untrusted and checked. */
 #include "server.h"
 
 #include <fcntl.h>
