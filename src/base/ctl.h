@@ -12,7 +12,9 @@ enum fb_msg_type {
     FB_MSG_GO = 1,     /* supervisor -> child: ids are mapped, go on */
     FB_MSG_ERR,        /* child -> supervisor: set-up failed: code, text */
     FB_MSG_NETFDS,     /* child -> supervisor: network sockets (fds) */
-    FB_MSG_READY,      /* child -> supervisor: sandbox built, init running */
+    FB_MSG_READY,      /* child -> supervisor: sandbox built, init running; a
+                          session's init that keeps the scratch root sets
+                          status 1 and arg to its descriptor's number there */
     FB_MSG_EXEC_ERR,   /* command could not be executed: code (126/127), text */
     FB_MSG_EXIT,       /* command finished: status (wait status) */
     FB_MSG_COW,        /* child -> supervisor, before READY: the copy-on-write

@@ -44,7 +44,7 @@
 #include "seccomp.h"
 
 #include <fcntl.h>
-#include <dirent.h>
+#include <limits.h>
 #include <grp.h>
 #include <linux/sched.h>
 #include <linux/securebits.h>
@@ -805,6 +805,8 @@ static int spawn_handshake(struct spawning *st, struct fb_err *err)
                 close(fds[i]);
             if (m.type != FB_MSG_READY)
                 continue;
+            if (m.status == 1 && m.arg >= 3 && m.arg <= INT_MAX)
+                sb->scratch_init_fd = (int)m.arg;
             /* --net host has no resolver or relay; its log says so. */
             if (!sb->egress && p->net_log && egress_start(p, NULL, 0, &sb->egress, err) < 0)
                 return -1;
@@ -828,6 +830,7 @@ static int spawn(const struct fb_policy *p, enum fb_mode mode, const struct fb_s
     sb->ctl = -1;
     sb->seccomp_fd = -1;
     sb->scratch_fd = -1;
+    sb->scratch_init_fd = -1;
     sb->start_ns = fb_now_ns();
     idrange_init(&sb->ids.claim);
     struct spawning st = {.p = p, .mode = mode, .x = x, .h = h, .sb = sb, .cgfd = -1,
@@ -876,41 +879,29 @@ int64_t sandbox_disk_used(const struct fb_sandbox *sb)
     return (int64_t)(st.f_blocks - st.f_bfree) * (int64_t)st.f_bsize;
 }
 
-/* The scratch space from init's own descriptor table: the descriptor of
- * the directory recorded at set-up (device and inode, checked on the
- * descriptor taken, so whatever init's table holds now cannot pass for
- * it). */
+/* The scratch space from init's own descriptor table: the descriptor whose
+ * number init gave with READY, checked against the directory recorded at
+ * set-up (device and inode), so whatever init's table holds now cannot
+ * pass for it. The number comes from init rather than a look through
+ * /proc/PID/fd: an undumpable init's /proc files belong to root, which a
+ * non-root server is not, while pidfd_getfd asks only for ptrace rights
+ * over init, which the owner of its user namespace has. */
 static int scratch_from_init(const struct fb_sandbox *sb)
 {
-    if (sb->pid <= 0 || !sb->scratch_ino)
+    if (sb->pid <= 0 || !sb->scratch_ino || sb->scratch_init_fd < 0)
         return -1;
     int pfd = (int)syscall(SYS_pidfd_open, sb->pid, 0);
     if (pfd < 0)
         return -1;
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)sb->pid);
-    int got = -1;
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && got < 0 && (de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || st.st_dev != sb->scratch_dev ||
-            st.st_ino != sb->scratch_ino)
-            continue;
-        int fd = (int)syscall(SYS_pidfd_getfd, pfd, atoi(de->d_name), 0);
-        if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != sb->scratch_dev ||
-                        st.st_ino != sb->scratch_ino || !S_ISDIR(st.st_mode))) {
-            close(fd);
-            fd = -1;
-        }
-        got = fd;
+    int fd = (int)syscall(SYS_pidfd_getfd, pfd, sb->scratch_init_fd, 0);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_dev != sb->scratch_dev ||
+                    st.st_ino != sb->scratch_ino || !S_ISDIR(st.st_mode))) {
+        close(fd);
+        fd = -1;
     }
-    if (d)
-        closedir(d);
     close(pfd);
-    return got;
+    return fd;
 }
 
 int sandbox_scratch_open(const struct fb_sandbox *sb)

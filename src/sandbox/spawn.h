@@ -60,6 +60,7 @@ struct fb_sandbox {
     dev_t scratch_dev;       /* the scratch root's device and inode, recorded at */
     ino_t scratch_ino;       /* set-up: what a parked one is checked against */
     bool scratch_parked;     /* sandbox_scratch_park: init holds it */
+    int scratch_init_fd;     /* the number of init's descriptor of it (READY), or -1 */
     struct fb_ids ids;
     uint64_t start_ns;
     bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */

@@ -325,7 +325,11 @@ __attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int c
     sigprocmask(SIG_BLOCK, &set, NULL);
     int sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     recbuf = fb_xmalloc(SREC_MAX);
-    if (sfd < 0 || ctl_sendf(ctl, FB_MSG_READY, 0, "ready") < 0)
+    /* READY names the scratch root's descriptor here, which the server
+     * takes back with pidfd_getfd when it needs it (sandbox_scratch_park). */
+    struct fb_msg ready = {.type = FB_MSG_READY, .status = scratch >= 0, .arg = scratch};
+    snprintf(ready.text, sizeof ready.text, "ready");
+    if (sfd < 0 || ctl_send(ctl, &ready, NULL, 0) < 0)
         _exit(FB_EXIT_SETUP);
 
     struct pollfd *pf = NULL;
