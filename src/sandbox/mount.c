@@ -955,6 +955,8 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
      * namespace until then): the user namespace's own limits. */
     if (userns_set_limits(sysfd, err) < 0)
         goto out;
+    if (p->namespaces & FB_NS_NET)
+        net_clamp_tcp_buffers(sysfd);
     rc = 0;
 out:
     if (l->umask_saved)

@@ -3,8 +3,9 @@
  * CAP_NET_BIND_SERVICE in its user namespace.
  *
  * Both: TCP autotuning bounded at NET_TCP_BUF_MAX per queue (tcp_rmem and
- * tcp_wmem of this namespace), so connections the sandbox never reads hold
- * little kernel memory (outside the memory cgroup on v1).
+ * tcp_wmem of this namespace, net_clamp_tcp_buffers(), called by mount_build
+ * through the sandbox's new /proc), so connections the sandbox never reads
+ * hold little kernel memory (outside the memory cgroup on v1).
  * none:  loopback up and the resolver's sockets (127.0.0.53:53, served by
  *        the supervisor, which answers NXDOMAIN to every name). There is
  *        no other interface and no route, so every address but loopback is
@@ -26,6 +27,7 @@
 #include "netns.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ifaddrs.h>
 #include <linux/rtnetlink.h>
 #include <net/if.h>
@@ -64,11 +66,12 @@ static int loopback_up(struct fb_err *err)
 /* Lower the maximum (the third field) of one of those sysctls, and the
  * default with it. Best effort: a host whose /proc/sys is read-only keeps
  * the kernel's values (and memory.kmem.tcp, or cgroup v2, bounds it). */
-static void clamp_tcp_sysctl(const char *path)
+static void clamp_tcp_sysctl(int sysdir, const char *name)
 {
     char buf[128];
     unsigned long lo, def, max;
-    if (fb_read_file(path, buf, sizeof buf) <= 0 || sscanf(buf, "%lu %lu %lu", &lo, &def, &max) != 3)
+    if (fb_read_fileat(sysdir, name, buf, sizeof buf) <= 0 ||
+        sscanf(buf, "%lu %lu %lu", &lo, &def, &max) != 3)
         return;
     if (max <= NET_TCP_BUF_MAX)
         return;
@@ -78,7 +81,13 @@ static void clamp_tcp_sysctl(const char *path)
     if (lo > def)
         lo = def;
     snprintf(buf, sizeof buf, "%lu %lu %lu", lo, def, max);
-    fb_write_file(path, buf);
+    fb_write_fileat(sysdir, name, buf);
+}
+
+void net_clamp_tcp_buffers(int sysdir)
+{
+    clamp_tcp_sysctl(sysdir, "net/ipv4/tcp_rmem");
+    clamp_tcp_sysctl(sysdir, "net/ipv4/tcp_wmem");
 }
 
 /* ip addr add 198.18.0.1/15 dev lo, over rtnetlink. */
@@ -176,9 +185,6 @@ int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb
     *nfds = 0;
     if (loopback_up(err) < 0)
         return -1;
-    /* /proc/sys/net is the namespace of whoever opens it: ours. */
-    clamp_tcp_sysctl("/proc/sys/net/ipv4/tcp_rmem");
-    clamp_tcp_sysctl("/proc/sys/net/ipv4/tcp_wmem");
     if (p->net == FB_NET_NONE) {
         /* Only the resolver, which answers every name at once (NXDOMAIN):
          * a lookup fails as "not found", which tools do not retry, instead
@@ -286,5 +292,10 @@ int net_setup_pod(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_e
                        "relay: another sandbox container owns it");
     if (links_down(err) < 0)
         return -1;
+    int sysdir = open("/proc/sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (sysdir >= 0) {
+        net_clamp_tcp_buffers(sysdir);
+        close(sysdir);
+    }
     return net_setup_child(p, fds, nfds, err);
 }

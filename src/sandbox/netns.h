@@ -31,4 +31,13 @@ int net_setup_child(const struct fb_policy *p, int *fds, size_t *nfds, struct fb
  * container took it). The sockets serve every container that joins it. */
 int net_setup_pod(const struct fb_policy *p, int *fds, size_t *nfds, struct fb_err *err);
 
+/* Lowers the namespace's tcp_rmem/tcp_wmem maximum to 1 MiB (best effort),
+ * through sysdir, a /proc/sys directory, for the network namespace of the
+ * caller. mount_build passes the sandbox's own new /proc's: a look-up
+ * through the host's /proc/sys compares a name with one dentry per live
+ * network namespace (each has its own "net", "ipv4", "tcp_rmem"), so with
+ * thousands of sessions it took most of a build's time; a new /proc starts
+ * with none. */
+void net_clamp_tcp_buffers(int sysdir);
+
 #endif
