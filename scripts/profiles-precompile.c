@@ -87,23 +87,20 @@ static bool machine_independent(const struct fb_policy *p, const char *name)
 static void emit(FILE *f, size_t k, const struct fb_policy *p)
 {
     char b1[32], b2[32];
-    /* Seccomp rules, compact, and the pool of their conditions. */
-    fprintf(f, "\nstatic const struct fb_pre_rule rules%zu[] = {\n", k);
-    size_t first = 0;
+    /* Seccomp rules, as the policy holds them: a policy borrows this
+     * read-only table (policy.h, rules_borrowed) instead of copying it. */
+    fprintf(f, "\nstatic const struct fb_sc_rule rules%zu[] = {\n", k);
     for (size_t i = 0; i < p->seccomp.nrules; i++) {
         const struct fb_sc_rule *r = &p->seccomp.rules[i];
-        fprintf(f, "    {%s, %s, %d, %d, %u, %zu},\n", str_ref(r->name, b1, sizeof b1),
-                str_ref(r->comment, b2, sizeof b2), r->errno_val, (int)r->action, r->nargs, first);
-        first += r->nargs;
-    }
-    fprintf(f, "    {NULL, NULL, 0, 0, 0, 0},\n};\nstatic const struct fb_sc_arg args%zu[] = {\n", k);
-    for (size_t i = 0; i < p->seccomp.nrules; i++)
-        for (unsigned a = 0; a < p->seccomp.rules[i].nargs; a++) {
-            const struct fb_sc_arg *c = &p->seccomp.rules[i].args[a];
-            fprintf(f, "    {%u, %d, 0x%" PRIx64 "ull, 0x%" PRIx64 "ull},\n", c->index, (int)c->op,
-                    c->value, c->mask);
+        fprintf(f, "    {%s, %d, %d, {", str_ref(r->name, b1, sizeof b1), (int)r->action, r->errno_val);
+        for (unsigned a = 0; a < r->nargs; a++) {
+            const struct fb_sc_arg *c = &r->args[a];
+            fprintf(f, "%s{%u, %d, 0x%" PRIx64 "ull, 0x%" PRIx64 "ull}", a ? ", " : "", c->index,
+                    (int)c->op, c->value, c->mask);
         }
-    fprintf(f, "    {0, 0, 0, 0},\n};\n");
+        fprintf(f, "}, %u, %s},\n", r->nargs, str_ref(r->comment, b2, sizeof b2));
+    }
+    fprintf(f, "    {NULL, 0, 0, {{0, 0, 0, 0}}, 0, NULL},\n};\n");
 
     /* The lists. */
     fprintf(f, "static const struct fb_mount mounts%zu[] = {\n", k);
@@ -173,8 +170,7 @@ int main(void)
         if (machine_independent(&p, *n)) {
             fprintf(bf, "\n/* %s: %zu seccomp rules */", *n, p.seccomp.nrules);
             emit(bf, k, &p);
-            fprintf(tf, "    {\"%s\", &policy%zu, rules%zu, %zu, args%zu},\n", *n, k, k,
-                    p.seccomp.nrules, k);
+            fprintf(tf, "    {\"%s\", &policy%zu, rules%zu, %zu},\n", *n, k, k, p.seccomp.nrules);
             k++;
         }
         policy_free(&p);
@@ -191,7 +187,7 @@ int main(void)
     }
     fputs(body, stdout);
     printf("\nconst struct fb_builtin_policy fb_builtin_policies[] = {\n%s"
-           "    {NULL, NULL, NULL, 0, NULL},\n};\n", table);
+           "    {NULL, NULL, NULL, 0},\n};\n", table);
     free(body);
     free(table);
     return 0;

@@ -47,6 +47,12 @@ static void free_strv(char **v, size_t n)
 
 void policy_clear_rules(struct fb_policy *p)
 {
+    if (p->seccomp.rules_borrowed) {
+        p->seccomp.rules = NULL;
+        p->seccomp.nrules = 0;
+        p->seccomp.rules_borrowed = false;
+        return;
+    }
     for (size_t i = 0; i < p->seccomp.nrules; i++) {
         free(p->seccomp.rules[i].name);
         free(p->seccomp.rules[i].comment);
@@ -191,8 +197,25 @@ void policy_add_env_pass(struct fb_policy *p, const char *k)
     p->env_pass[p->nenv_pass++] = fb_xstrdup(k);
 }
 
+void policy_own_rules(struct fb_policy *p)
+{
+    if (!p->seccomp.rules_borrowed)
+        return;
+    const struct fb_sc_rule *b = p->seccomp.rules;
+    size_t n = p->seccomp.nrules;
+    struct fb_sc_rule *own = fb_xcalloc(n + 1, sizeof *own);
+    for (size_t i = 0; i < n; i++) {
+        own[i] = b[i];
+        own[i].name = fb_xstrdup(b[i].name);
+        own[i].comment = b[i].comment ? fb_xstrdup(b[i].comment) : NULL;
+    }
+    p->seccomp.rules = own;
+    p->seccomp.rules_borrowed = false;
+}
+
 void policy_add_rule(struct fb_policy *p, const struct fb_sc_rule *r)
 {
+    policy_own_rules(p);
     GROW(p->seccomp.rules, p->seccomp.nrules);
     struct fb_sc_rule *d = &p->seccomp.rules[p->seccomp.nrules++];
     *d = *r;

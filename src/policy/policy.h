@@ -136,6 +136,10 @@ struct fb_seccomp {
     int default_errno;
     struct fb_sc_rule *rules;
     size_t nrules;
+    bool rules_borrowed; /* rules is a built-in's read-only table (profile.h),
+                            shared by every policy loaded from it: never freed
+                            or changed in place; policy_own_rules() copies it
+                            first */
     bool log_denied; /* --seccomp-log: denials are reported to the supervisor
                         (user notification) and listed in the run report */
     bool learn;      /* `fluebox learn`: what the profile denies is allowed and
@@ -282,6 +286,8 @@ void policy_add_env_set(struct fb_policy *p, const char *kv);
 void policy_add_env_pass(struct fb_policy *p, const char *k);
 void policy_add_rule(struct fb_policy *p, const struct fb_sc_rule *r);
 void policy_clear_rules(struct fb_policy *p);
+/* Makes p's rules its own (a copy of a borrowed table) before a change. */
+void policy_own_rules(struct fb_policy *p);
 /* Parse "name", "*.name", "name:port"; appends to p->allow. */
 int policy_add_allow(struct fb_policy *p, const char *pattern, struct fb_err *err);
 int policy_add_resolve(struct fb_policy *p, const char *name_eq_ip, struct fb_err *err);

@@ -51,21 +51,11 @@ int profile_errno_parse(const char *s);
 
 /* A seccomp rule, compact: its conditions are args[first .. first+nargs)
  * of the profile's pool. */
-struct fb_pre_rule {
-    const char *name;
-    const char *comment;        /* NULL: none */
-    unsigned short errno_val;
-    unsigned char action;       /* enum fb_sc_action */
-    unsigned char nargs;
-    unsigned first;
-};
-
 struct fb_builtin_policy {
     const char *name;              /* NULL ends the table */
     const struct fb_policy *policy; /* the fields a profile sets (seccomp rules: below) */
-    const struct fb_pre_rule *rules;
+    const struct fb_sc_rule *rules; /* borrowed by every policy loaded from it */
     size_t nrules;
-    const struct fb_sc_arg *args;
 };
 
 /* Generated; absent (NULL) in builds without it. */

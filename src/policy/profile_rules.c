@@ -356,6 +356,7 @@ int apply_seccomp(struct ld *l, struct fb_policy *p, json_t *sc)
     }
     free(mine.src);
     /* The inherited rules of every syscall this file has rules for go. */
+    policy_own_rules(p);
     struct fb_sc_rule *all = fb_xcalloc(mine.n + p->seccomp.nrules + 1, sizeof *all);
     size_t n = 0;
     for (size_t k = 0; k < p->seccomp.nrules; k++) {
