@@ -791,7 +791,7 @@ int oci_mount_root(const struct fb_policy *p, const struct oci_child *c, int ctl
     for (size_t i = 0; i < s->nmounts; i++) {
         const struct oci_mount *m = &s->mounts[i];
         if (!strcmp(m->type, "proc") && !m->bind) {
-            if (mount_proc_harden(m->dst + 1, err) < 0)
+            if (mount_proc_harden(m->dst + 1, -1, err) < 0)
                 return -1;
         } else if (!strcmp(m->type, "sysfs") && !m->bind && !strcmp(m->dst, "/sys")) {
             for (size_t k = 0; k < FB_ARRAY_LEN(sys_masks); k++)

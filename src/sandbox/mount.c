@@ -12,11 +12,12 @@
  *   /tmp               scratch directory, mode 1777
  *   /home/fluebox      the user's home (/root for uid 0): scratch directory
  *                      with the XDG directories
- *   /dev               tmpfs with null zero full random urandom tty bound from
- *                      the host, a new devpts instance, /dev/shm (scratch)
+ *   /dev               a directory of the root with null zero full random
+ *                      urandom tty bound from the host, a new devpts instance,
+ *                      /dev/shm (scratch)
  *   /proc              new procfs for the pid namespace; /proc/sys, sysrq-trigger,
  *                      irq, bus read-only; kcore, keys, timer_list, kallsyms ...
- *                      covered by /dev/null
+ *                      covered by /dev/null, acpi and scsi by an empty directory
  *   programs           what the command and the caller's interpreters need when
  *                      they live outside /usr (a venv, a pyenv/nvm version
  *                      directory, a single file; toolchain.c), read-only
@@ -589,21 +590,6 @@ static int write_text(const char *rel, const char *text, struct fb_err *err)
     return 0;
 }
 
-static int tmpfs_at(const char *rel, int64_t size, const char *mode, unsigned long flags,
-                    struct fb_err *err)
-{
-    char opts[96];
-    if (size > 0)
-        snprintf(opts, sizeof opts, "mode=%s,size=%lld", mode, (long long)size);
-    else
-        snprintf(opts, sizeof opts, "mode=%s", mode);
-    if (mkdir_p(rel, 0755) < 0)
-        return fb_errno(err, FB_EXIT_SETUP, "creating /%s", rel);
-    if (mount("tmpfs", rel, "tmpfs", MS_NOSUID | MS_NODEV | flags, opts) < 0)
-        return fb_errno(err, FB_EXIT_SETUP, "mounting a tmpfs on /%s", rel);
-    return 0;
-}
-
 static int write_etc(const struct fb_policy *p, struct fb_err *err)
 {
     char buf[1024];
@@ -641,8 +627,12 @@ static int write_etc(const struct fb_policy *p, struct fb_err *err)
 
 static int setup_dev(const struct fb_policy *p, struct fb_layout *l, struct fb_err *err)
 {
-    if (tmpfs_at("dev", 64 * 1024, "0755", MS_NOEXEC, err) < 0)
-        return -1;
+    /* A directory of the root, not a tmpfs of its own: read-only with it.
+     * Every superblock a sandbox mounts costs each memory cgroup of the
+     * machine one more entry of the kernel's shrinker table, for as long
+     * as the machine runs (docs/bench.md, "Density"). */
+    if (mkdir("dev", 0755) < 0 && errno != EEXIST)
+        return fb_errno(err, FB_EXIT_SETUP, "creating /dev");
     for (size_t i = 0; i < FB_ARRAY_LEN(dev_nodes); i++) {
         if (l->dev_fd[i] < 0)
             continue;
@@ -673,6 +663,9 @@ static int setup_dev(const struct fb_policy *p, struct fb_layout *l, struct fb_e
     return 0;
 }
 
+#define EMPTY_DIR ".fluebox-empty"
+static int make_empty_dir(struct fb_err *err);
+
 /* Mounts the sandbox's /proc; *sysfd gets its sys/ while still writable
  * (mount_build sets the user namespace's limits through it at the end). */
 static int setup_proc(int *sysfd, struct fb_err *err)
@@ -687,10 +680,55 @@ static int setup_proc(int *sysfd, struct fb_err *err)
     *sysfd = open("proc/sys", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (*sysfd < 0)
         return fb_errno(err, FB_EXIT_SETUP, "/proc/sys");
-    return mount_proc_harden("proc", err);
+    int empty = make_empty_dir(err);
+    if (empty < 0)
+        return -1;
+    int rc = mount_proc_harden("proc", empty, err);
+    close(empty);
+    if (rmdir(EMPTY_DIR) < 0 && rc == 0)
+        return fb_errno(err, FB_EXIT_SETUP, "removing the empty directory");
+    return rc;
 }
 
-int mount_proc_harden(const char *proc, struct fb_err *err)
+/* A read-only bind of the empty directory empty_dir at rel. ENOENT only
+ * when rel does not exist (the caller skips what this kernel lacks). */
+static int bind_empty(int empty_dir, const char *rel)
+{
+    int t = open_tree(empty_dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+    if (t < 0) {
+        if (errno == ENOENT)
+            errno = EIO;
+        return -1;
+    }
+    struct mount_attr a = {.attr_set = RO_ATTRS | MOUNT_ATTR_NOEXEC};
+    int rc = mount_setattr(t, "", AT_EMPTY_PATH, &a, sizeof a);
+    if (rc < 0 && errno == ENOENT)
+        errno = EIO;
+    if (rc == 0)
+        rc = move_mount(t, "", AT_FDCWD, rel, MOVE_MOUNT_F_EMPTY_PATH);
+    int e = errno;
+    close(t);
+    errno = e;
+    return rc;
+}
+
+/* An O_PATH descriptor of EMPTY_DIR, made in the current directory: bound
+ * read-only over what /proc hides, it costs no superblock. The caller
+ * removes the name once the binds are made (they keep the directory, and
+ * a removed directory can never get an entry). */
+static int make_empty_dir(struct fb_err *err)
+{
+    if (mkdir(EMPTY_DIR, 0555) < 0)
+        return fb_errno(err, FB_EXIT_SETUP, "creating an empty directory");
+    int fd = open(EMPTY_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        fb_errno(err, FB_EXIT_SETUP, "an empty directory");
+        rmdir(EMPTY_DIR);
+    }
+    return fd;
+}
+
+int mount_proc_harden(const char *proc, int empty_dir, struct fb_err *err)
 {
     char rel[4200];
     for (size_t i = 0; i < FB_ARRAY_LEN(proc_ro); i++) {
@@ -715,9 +753,11 @@ int mount_proc_harden(const char *proc, struct fb_err *err)
          * a type other than expected is looked at. */
         bool dir = proc_hide_dir(proc_hide[i]);
         for (int round = 0; round < 2; round++) {
-            int rc = dir ? mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                                 "size=0,mode=0555")
-                         : mount("dev/null", rel, NULL, MS_BIND, NULL);
+            int rc = !dir ? mount("dev/null", rel, NULL, MS_BIND, NULL)
+                     : empty_dir >= 0
+                         ? bind_empty(empty_dir, rel)
+                         : mount("tmpfs", rel, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                 "size=0,mode=0555");
             if (rc == 0 || errno == ENOENT)
                 break;
             struct stat st;
@@ -929,12 +969,9 @@ int mount_build(const struct fb_policy *p, struct fb_layout *l, struct fb_err *e
         goto out;
     if (tool_mounts(p, l, err) < 0 || user_mounts(p, l, err) < 0)
         goto out;
-    /* Everything not explicitly writable is read-only from here on. */
+    /* Everything not explicitly writable is read-only from here on (/dev
+     * with the root). */
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY};
-    if (mount_setattr(AT_FDCWD, "dev", 0, &ro, sizeof ro) < 0) {
-        fb_errno(err, FB_EXIT_SETUP, "making /dev read-only");
-        goto out;
-    }
     if (syscall(SYS_pivot_root, ".", ".") < 0) {
         fb_errno(err, FB_EXIT_SETUP, "pivot_root");
         goto out;

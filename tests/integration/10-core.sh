@@ -74,6 +74,19 @@ if [ -e /proc/sysrq-trigger ]; then
 else skip "/proc/sysrq-trigger is read-only" "this kernel has no sysrq"; fi
 run_fb run -- sh -c 'for f in kcore keys timer_list kallsyms; do test -s /proc/$f && echo VISIBLE $f; done; true'
 case "$OUT" in *VISIBLE*) fail "kcore keys timer_list kallsyms are hidden" "$OUT" ;; *) ok "kcore keys timer_list kallsyms are hidden";; esac
+expect_fail "/dev is read-only" "Read-only file system" run -- sh -c 'touch /dev/x'
+# /proc/acpi and /proc/scsi: covered by an empty read-only directory (a bind
+# of one made and removed in the root, no superblock of its own).
+for d in acpi scsi; do
+  if [ -d "/proc/$d" ]; then
+    run_fb run -- sh -c "ls -A /proc/$d; grep -c ' /proc/$d ' /proc/self/mountinfo; mkdir /proc/$d/x 2>/dev/null && echo MADE; ls -A /"
+    case "$OUT" in
+      1$'\n'*fluebox-empty*|*MADE*) fail "/proc/$d is covered by an empty read-only directory" "$OUT" ;;
+      1$'\n'bin*) ok "/proc/$d is covered by an empty read-only directory" ;;
+      *) fail "/proc/$d is covered by an empty read-only directory" "$OUT / $ERR" ;;
+    esac
+  else skip "/proc/$d is covered by an empty read-only directory" "this kernel has no /proc/$d"; fi
+done
 run_fb run -- sh -c 'grep -E " / | /usr | /workspace | /tmp " /proc/self/mountinfo'
 if echo "$OUT" | grep -E " /usr " | grep -q nosuid && echo "$OUT" | grep -E " /usr " | grep -q nodev; then
   ok "system binds are nosuid,nodev"; else fail "system binds are nosuid,nodev" "$OUT"; fi
