@@ -553,27 +553,34 @@ else:
 # Issue 30: density, creation, the warm run.
 WHY30 = {
     "mem": "measured step by step in docs/bench.md (\"Where an idle session's memory goes\"): "
-           "most of it is the kernel's, for the isolation itself: a network namespace "
+           "nearly all of it is the kernel's, for the isolation itself: a network namespace "
            "(about 200 KiB of slab: its loopback, sysctl and proc tables), the v1 memory and pids "
-           "cgroups (about 150 KiB), the mount namespace with its tmpfs, proc and devpts "
-           "(about 100 KiB); then the page tables of the session's init (80-120 KiB: a clone "
-           "of the server maps the server's address space), its kernel stack (16 KiB) and the "
-           "pages it wrote.",
+           "cgroups (about 150 KiB, plus the memory cgroup's shrinker table, which grows with the "
+           "most superblocks the machine has ever had mounted at once: one 520-byte unit per 64, in "
+           "every memory cgroup), the mount namespace with its tmpfs, proc and devpts (about 100 "
+           "KiB); then the page tables of the session's init (about 60 KiB) and its kernel stack "
+           "(16 KiB). The server's own share is about 10 KiB.",
     "fds": "an idle session holds its control socket (init's only channel) and the two DNS "
            "sockets of its network namespace's resolver (UDP and TCP); a --cow session also its "
            "scratch space; pidfd, cgroup directories, host id lock, relay epoll and timer are "
            "gone (docs/bench.md).",
     "creates": "every create is a full sandbox build (clone3 with new namespaces, the root, "
-               "/proc, a cgroup, seccomp) spread over the workers on 2 CPUs shared with the "
-               "rest of the machine; the kernel work per build is the cold start's.",
+               "/proc, a cgroup, seccomp, init's exec of a fresh image) on 2 CPUs; the kernel's "
+               "work per build is the cold start's, and grows with the sessions already live: the "
+               "clone copies the server's descriptor table and the child closes it again, "
+               "pivot_root walks every task of the machine, a memory cgroup's shrinker table "
+               "grows with the machine's superblocks (perf, step by step: docs/bench.md).",
     "info": "server.info walks the sessions it counts; a loaded machine moves its p99.",
     "exec": "an exec crosses the server, the session's init and a fork and exec inside; on a "
             "loaded machine more.",
     "fair": "a create that waits behind others still waits for a worker: the round robin "
             "gives it the next free one, which is as far as a build takes.",
-    "warm": "the client's own exec (a static binary), one request that takes a pool sandbox, "
-            "init's fork and exec of the command, and the session's destroy: the client's exec "
-            "and the command's are a plain fork+exec's two, the rest is the sandbox's.",
+    "warm": "two process starts are its floor: the client's own exec (a static binary) and the "
+            "command's fork and exec inside, each about a plain fork+exec, so about 2x a plain "
+            "fork+exec (about 0.3x bwrap) before any sandbox work; then one request that takes a "
+            "pool sandbox, the hop from the server to the session's init and back, and the "
+            "destroy after the answer (measured step by step in docs/bench.md). A client "
+            "library's `run` call skips the client's exec.",
 }
 said30 = set()
 def line30(what, value, target, ok, why):
