@@ -49,8 +49,8 @@ int profile_errno_parse(const char *s);
  * (the sanitizer build, unit tests, fuzzers) parse the JSON; so does any
  * build when FLUEBOX_CHECK_BUILTINS is set. */
 
-/* A seccomp rule, compact: its conditions are args[first .. first+nargs)
- * of the profile's pool. */
+/* A built-in's precompiled policy (build/profiles-policy.c); its seccomp
+ * rules are one read-only table that policies borrow (policy.h). */
 struct fb_builtin_policy {
     const char *name;              /* NULL ends the table */
     const struct fb_policy *policy; /* the fields a profile sets (seccomp rules: below) */

@@ -71,9 +71,9 @@ int mount_open_in_root(int rootfd, const char *dst, int create_leaf, struct fb_e
 /* Harden a procfs mounted at proc (relative to the current directory):
  * /proc/sys, sysrq-trigger, irq, bus and fs read-only; kcore, keys,
  * timer_list, kallsyms ... covered (by the dev/null next to it for files;
- * for directories a read-only bind of empty_dir, an O_PATH descriptor of a
- * removed directory, in which nothing can ever be made, or with -1 an
- * empty read-only tmpfs, one more superblock). */
+ * for directories a read-only bind of empty_dir, an O_PATH descriptor of an
+ * empty directory the caller removes afterwards, so that nothing can ever
+ * be made in it, or with -1 an empty read-only tmpfs, one more superblock). */
 int mount_proc_harden(const char *proc, int empty_dir, struct fb_err *err);
 
 /* The device nodes every sandbox gets from the host (null, zero, ...). */
