@@ -730,7 +730,8 @@ static int move_fds(struct fb_egress *e, int from, int to)
         if (ls[i]->fd >= 0)
             v[n].fd = ls[i]->fd, v[n].h = &ls[i]->h, v[n].ev = EPOLLIN, n++;
     for (size_t i = 0; i < e->nlis; i++)
-        v[n].fd = e->lis[i].fd, v[n].h = &e->lis[i].h, v[n].ev = EPOLLIN, n++;
+        if (e->lis[i].fd >= 0)
+            v[n].fd = e->lis[i].fd, v[n].h = &e->lis[i].h, v[n].ev = EPOLLIN, n++;
     if (e->timer >= 0)
         v[n].fd = e->timer, v[n].h = &e->timer_h, v[n].ev = EPOLLIN, n++;
     if (e->res)
@@ -825,6 +826,106 @@ static int add_listener(struct fb_egress *e, struct listener *l, enum hkind kind
     return epoll_ctl(e->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* The listener a socket from the sandbox is, by its type and the address
+ * it is bound to; NULL (with err) for one that is none of them. parked:
+ * only one whose socket egress_park gave away, else only a new one. */
+static struct listener *socket_slot(struct fb_egress *e, int fd, bool parked, enum hkind *kind,
+                                    uint16_t *portp, struct fb_err *err)
+{
+    int type = 0;
+    socklen_t tl = sizeof type;
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof sa;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 || sa.sin_family != AF_INET) {
+        fb_errf(err, FB_EXIT_SETUP, "egress: unexpected socket from the sandbox");
+        return NULL;
+    }
+    char ip[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
+    uint16_t port = ntohs(sa.sin_port);
+    *portp = port;
+    bool dns = !strcmp(ip, FB_NET_DNS_ADDR) && port == 53;
+    struct listener *l = NULL;
+    if (type == SOCK_DGRAM && dns)
+        l = &e->dns_udp, *kind = H_DNS_UDP;
+    else if (type == SOCK_STREAM && dns)
+        l = &e->dns_tcp, *kind = H_DNS_TCP;
+    else if (type == SOCK_STREAM && !strcmp(ip, "127.0.0.1") && port == e->p->proxy_port)
+        l = &e->proxy, *kind = H_PROXY;
+    else if (type == SOCK_STREAM && !strcmp(ip, "0.0.0.0")) {
+        *kind = H_LISTEN;
+        for (size_t i = 0; i < e->nlis && !l; i++)
+            if (parked && e->lis[i].port == port)
+                l = &e->lis[i];
+        if (!parked && e->nlis < FB_NET_MAX_PORTS) {
+            l = &e->lis[e->nlis++];
+            l->fd = -1;
+        }
+    }
+    if (l && (parked ? !(l->parked && l->fd < 0) : l->fd >= 0))
+        l = NULL;
+    if (!l)
+        fb_errf(err, FB_EXIT_SETUP, "egress: unexpected socket %s:%u from the sandbox", ip, port);
+    return l;
+}
+
+/* Serve fd (taken: closed on failure) as the listener it is. */
+static int take_socket(struct fb_egress *e, int fd, bool parked, struct fb_err *err)
+{
+    enum hkind kind;
+    uint16_t port;
+    struct listener *l = socket_slot(e, fd, parked, &kind, &port, err);
+    if (!l) {
+        close(fd);
+        return -1;
+    }
+    if (add_listener(e, l, kind, fd, port) < 0) {
+        l->fd = -1;
+        close(fd);
+        return fb_errno(err, FB_EXIT_SETUP, "egress: serving port %u", port);
+    }
+    l->parked = false;
+    return 0;
+}
+
+int egress_park(struct fb_egress *e)
+{
+    if (!e || !e->shared || e->detached || e->conns)
+        return 0;
+    int n = 0;
+    struct listener *ls[3 + FB_NET_MAX_PORTS] = {&e->dns_udp, &e->dns_tcp, &e->proxy};
+    size_t nl = 3;
+    for (size_t i = 0; i < e->nlis; i++)
+        ls[nl++] = &e->lis[i];
+    for (size_t i = 0; i < nl; i++) {
+        if (ls[i]->fd < 0)
+            continue;
+        /* Out of the epoll first: init's copy keeps the socket open, and an
+         * epoll entry lives as long as its open file does. */
+        epoll_ctl(e->ep, EPOLL_CTL_DEL, ls[i]->fd, NULL);
+        close(ls[i]->fd);
+        ls[i]->fd = -1;
+        ls[i]->parked = true;
+        n++;
+    }
+    return n;
+}
+
+int egress_unpark(struct fb_egress *e, const int *fds, size_t nfds, struct fb_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < nfds; i++) {
+        if (!e || e->detached) {
+            close(fds[i]);
+            continue;
+        }
+        if (take_socket(e, fds[i], true, err) < 0)
+            rc = -1;
+    }
+    return rc;
+}
+
 int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
                  struct fb_egress **out, struct fb_err *err)
 {
@@ -864,40 +965,11 @@ int egress_start(const struct fb_policy *p, const int *fds, size_t nfds,
     rules_init(e);
 
     /* Each socket says what it is: its type and the address it is bound to. */
-    for (; used < nfds; used++) {
-        int fd = fds[used], type = 0;
-        socklen_t tl = sizeof type;
-        struct sockaddr_in sa;
-        socklen_t sl = sizeof sa;
-        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
-            getsockname(fd, (struct sockaddr *)&sa, &sl) < 0 || sa.sin_family != AF_INET) {
-            fb_errf(err, FB_EXIT_SETUP, "egress: unexpected socket from the sandbox");
-            goto fail;
-        }
-        char ip[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &sa.sin_addr, ip, sizeof ip);
-        uint16_t port = ntohs(sa.sin_port);
-        int rc;
-        if (type == SOCK_DGRAM && !strcmp(ip, FB_NET_DNS_ADDR) && port == 53 && e->dns_udp.fd < 0)
-            rc = add_listener(e, &e->dns_udp, H_DNS_UDP, fd, port);
-        else if (type == SOCK_STREAM && !strcmp(ip, FB_NET_DNS_ADDR) && port == 53 &&
-                 e->dns_tcp.fd < 0)
-            rc = add_listener(e, &e->dns_tcp, H_DNS_TCP, fd, port);
-        else if (type == SOCK_STREAM && !strcmp(ip, "127.0.0.1") && port == p->proxy_port &&
-                 e->proxy.fd < 0)
-            rc = add_listener(e, &e->proxy, H_PROXY, fd, port);
-        else if (type == SOCK_STREAM && !strcmp(ip, "0.0.0.0") && e->nlis < FB_NET_MAX_PORTS)
-            rc = add_listener(e, &e->lis[e->nlis++], H_LISTEN, fd, port);
-        else {
-            fb_errf(err, FB_EXIT_SETUP, "egress: unexpected socket %s:%u from the sandbox", ip, port);
-            goto fail;
-        }
-        if (rc < 0) {
-            fb_errno(err, FB_EXIT_SETUP, "egress: serving %s:%u", ip, port);
+    for (; used < nfds; used++)
+        if (take_socket(e, fds[used], false, err) < 0) {
             used++;
             goto fail;
         }
-    }
     if (p->net_log) {
         e->audit = audit_open(p->net_log, err);
         if (!e->audit)
@@ -1011,7 +1083,8 @@ void egress_free(struct fb_egress *e)
         if (ls[i]->fd >= 0)
             close(ls[i]->fd);
     for (size_t i = 0; i < e->nlis; i++)
-        close(e->lis[i].fd);
+        if (e->lis[i].fd >= 0)
+            close(e->lis[i].fd);
     nametab_free(&e->synth);
     nametab_free(&e->denied);
     free(e->host_addrs);

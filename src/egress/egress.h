@@ -81,6 +81,16 @@ int egress_share_epoll(struct fb_egress *e, int ep);
 void egress_event(void *handle, uint32_t events);
 void egress_flush(void);
 void egress_detach(struct fb_egress *e);
+/* An idle sandbox's relay need not hold its listening sockets (the
+ * resolver's two, the proxy's, one per allowed port): when the sandbox's
+ * init keeps copies of them and watches them, egress_park closes the
+ * relay's (a shared relay with no connection; returns how many), and init
+ * hands them back at the first query or connection, which egress_unpark
+ * serves again (fds taken, in any order, each recognised as in
+ * egress_start; -1 with err for one that is not a parked listener's, which
+ * is closed). A server holds one descriptor per idle session instead of 3. */
+int egress_park(struct fb_egress *e);
+int egress_unpark(struct fb_egress *e, const int *fds, size_t nfds, struct fb_err *err);
 void egress_summary(const struct fb_egress *e, struct fb_net_summary *s);
 /* The one line (without "fluebox: ") that says what the allowlist denied
  * and how to allow it; false when nothing was. */

@@ -67,8 +67,9 @@ struct handle {
 
 struct listener {
     struct handle h;
-    int fd;
+    int fd;         /* -1: none, or parked (init holds it, egress_park) */
     uint16_t port;
+    bool parked;
 };
 
 struct buf {

@@ -86,31 +86,44 @@ __attribute__((noreturn)) static void fail(int ctl, struct fb_err *err)
 }
 
 /* A session's loop in a fresh image of fluebox (spawn.h, image_fd): the
- * control socket and the scratch's descriptor go across the exec, nothing
- * else (the environment is empty; every other descriptor is close-on-exec
- * or closed by the loop). Capabilities are gone and no_new_privs is set, so
- * the exec gains nothing. Returns only if the exec failed, with both
- * descriptors as they were: the caller goes on in this image. */
+ * control socket, the scratch's descriptor and the network's listening
+ * sockets go across the exec, nothing else (the environment is empty; every
+ * other descriptor is close-on-exec or closed by the loop). Capabilities
+ * are gone and no_new_privs is set, so the exec gains nothing. Returns only
+ * if the exec failed, with the descriptors as they were: the caller goes
+ * on in this image. */
 static void session_reexec(const struct fb_policy *p, int ctl, int image)
 {
+    int keep[2 + FB_CTL_MAX_FDS], flags[2 + FB_CTL_MAX_FDS];
+    size_t nk = 0;
     int scratch = sandbox_session_scratch();
-    int fl_ctl = fcntl(ctl, F_GETFD);
-    int fl_scr = scratch >= 0 ? fcntl(scratch, F_GETFD) : 0;
-    if (fl_ctl < 0 || fl_scr < 0)
-        return;
-    char a_ctl[16], a_scr[16];
+    keep[nk++] = ctl;
+    if (scratch >= 0)
+        keep[nk++] = scratch;
+    const int *net;
+    size_t nnet = sandbox_session_netfds(&net);
+    char a_ctl[16], a_scr[16], a_net[8 * FB_CTL_MAX_FDS + 2];
+    size_t len = 0;
+    a_net[0] = 0;
+    for (size_t i = 0; i < nnet; i++) {
+        keep[nk++] = net[i];
+        len += (size_t)snprintf(a_net + len, sizeof a_net - len, "%s%d", i ? "," : "", net[i]);
+    }
+    if (!nnet)
+        snprintf(a_net, sizeof a_net, "-");
+    for (size_t i = 0; i < nk; i++)
+        if ((flags[i] = fcntl(keep[i], F_GETFD)) < 0)
+            return;
     snprintf(a_ctl, sizeof a_ctl, "%d", ctl);
     snprintf(a_scr, sizeof a_scr, "%d", scratch);
     char *argv[] = {"fluebox", FB_SESSION_IMAGE_CMD, a_ctl, a_scr,
-                    p->seccomp.enabled ? "1" : "0", NULL};
+                    p->seccomp.enabled ? "1" : "0", a_net, NULL};
     char *envp[] = {NULL};
-    fcntl(ctl, F_SETFD, fl_ctl & ~FD_CLOEXEC);
-    if (scratch >= 0)
-        fcntl(scratch, F_SETFD, fl_scr & ~FD_CLOEXEC);
+    for (size_t i = 0; i < nk; i++)
+        fcntl(keep[i], F_SETFD, flags[i] & ~FD_CLOEXEC);
     syscall(SYS_execveat, image, "", argv, envp, AT_EMPTY_PATH);
-    fcntl(ctl, F_SETFD, fl_ctl);
-    if (scratch >= 0)
-        fcntl(scratch, F_SETFD, fl_scr);
+    for (size_t i = 0; i < nk; i++)
+        fcntl(keep[i], F_SETFD, flags[i]);
 }
 
 void init_main(const struct fb_policy *p, enum fb_mode mode, int ctl, bool nproc_fallback,

@@ -117,10 +117,22 @@ static void close_inherited(int ctl, const struct fb_layout *layout, const struc
     syscall(SYS_close_range, from, ~0U, 0);
 }
 
+/* In a session's init: copies of the network's listening sockets, which
+ * init watches while the server holds none of them (egress_park). */
+static int kept_net[FB_CTL_MAX_FDS];
+static size_t nkept_net;
+
+size_t sandbox_session_netfds(const int **fds)
+{
+    *fds = kept_net;
+    return nkept_net;
+}
+
 /* The network (loopback, the resolver's and the allowlist's sockets, passed
  * to the supervisor) and the hostname: nothing here needs the id maps, so
- * it is done while the supervisor writes them. */
-static void child_net(const struct fb_policy *p, int ctl)
+ * it is done while the supervisor writes them. A session's init keeps its
+ * own descriptors of the sockets (close-on-exec, as all of them). */
+static void child_net(const struct fb_policy *p, enum fb_mode mode, int ctl)
 {
     struct fb_err err = {0};
     if ((p->namespaces & FB_NS_UTS) && sethostname(p->hostname, strlen(p->hostname)) < 0) {
@@ -139,6 +151,11 @@ static void child_net(const struct fb_policy *p, int ctl)
             fb_errno(&err, FB_EXIT_SETUP, "passing network sockets");
             child_fail(ctl, &err);
         }
+    }
+    if (mode == FB_MODE_SESSION) {
+        memcpy(kept_net, fds, nfds * sizeof *fds);
+        nkept_net = nfds;
+        return;
     }
     for (size_t i = 0; i < nfds; i++)
         close(fds[i]);
@@ -210,7 +227,7 @@ __attribute__((noreturn)) static void child_main(const struct fb_policy *p, enum
      * (idmapped mounts need root). An FB_MODE_EXT caller builds its own. */
     if (!x && !layout && mount_prepare(p, NULL, &layout, &err) < 0)
         child_fail(ctl, &err);
-    child_net(p, ctl);
+    child_net(p, mode, ctl);
 
     struct fb_msg m;
     int gofd = -1;
@@ -805,8 +822,9 @@ static int spawn_handshake(struct spawning *st, struct fb_err *err)
                 close(fds[i]);
             if (m.type != FB_MSG_READY)
                 continue;
-            if (m.status == 1 && m.arg >= 3 && m.arg <= INT_MAX)
+            if ((m.status & FB_READY_SCRATCH) && m.arg >= 3 && m.arg <= INT_MAX)
                 sb->scratch_init_fd = (int)m.arg;
+            sb->net_in_init = (m.status & FB_READY_NET) != 0;
             /* --net host has no resolver or relay; its log says so. */
             if (!sb->egress && p->net_log && egress_start(p, NULL, 0, &sb->egress, err) < 0)
                 return -1;

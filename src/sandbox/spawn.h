@@ -61,6 +61,9 @@ struct fb_sandbox {
     ino_t scratch_ino;       /* set-up: what a parked one is checked against */
     bool scratch_parked;     /* sandbox_scratch_park: init holds it */
     int scratch_init_fd;     /* the number of init's descriptor of it (READY), or -1 */
+    bool net_in_init;        /* a session's init keeps and watches the network's
+                                listening sockets (READY): egress_park may close
+                                the supervisor's */
     struct fb_ids ids;
     uint64_t start_ns;
     bool nproc_fallback;     /* pids limit applied as RLIMIT_NPROC */
@@ -155,6 +158,13 @@ void sandbox_scratch_park(struct fb_sandbox *sb);
 /* In a session's init: the descriptor of its scratch space it keeps for
  * sandbox_scratch_park (its loop must not close it), or -1. */
 int sandbox_session_scratch(void);
+/* In a session's init: the network's listening sockets it keeps (the
+ * resolver's, the proxy's, the allowed ports'), and how many. */
+size_t sandbox_session_netfds(const int **fds);
+/* A session's READY: status bits, what init keeps; arg, the number of its
+ * scratch descriptor. */
+#define FB_READY_SCRATCH 1
+#define FB_READY_NET 2
 
 /* Bytes used in the sandbox's scratch space (--disk) now; -1 if unknown. */
 int64_t sandbox_disk_used(const struct fb_sandbox *sb);

@@ -376,7 +376,8 @@ int mkpipe(int fds[2], bool server_reads);
  * limit). server.c. */
 int fds_free(int64_t *in_use, int64_t *limit);
 /* Descriptors a session holds in the server at most (control socket, pidfd,
- * egress, cgroup and copy-on-write directories) plus what building it takes,
+ * the relay's sockets once init handed them over, cgroup and copy-on-write
+ * directories) plus what building it takes,
  * and what the server keeps free for connections and requests. */
 #define FDS_PER_SESSION 32
 #define FDS_RESERVE 64

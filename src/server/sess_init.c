@@ -19,6 +19,11 @@
  *            a step per turn of this loop, so code in the session cannot
  *            stop them as it could a helper process.
  *
+ * init keeps the network's listening sockets (the resolver's, the allowed
+ * ports') and watches them while the server holds none (egress_park): at
+ * the first query or connection it hands them over ("net") and watches
+ * them no more.
+ *
  * init also reaps every orphan. If the server goes away (EOF on the control
  * socket) init exits, which kills everything in the sandbox. */
 #include "init.h"
@@ -280,25 +285,52 @@ static void reap(void)
     }
 }
 
+/* The network's listening sockets init keeps while the server holds none
+ * (egress_park): watched until the first of them is readable, then handed
+ * to the server, which serves them from then on. */
+static const int *net_fds;
+static size_t nnet_fds;
+static bool net_watch;
+
+static void net_hand_over(void)
+{
+    net_watch = false;
+    for (size_t i = 0; i < nnet_fds; i += 8) {
+        size_t n = nnet_fds - i < 8 ? nnet_fds - i : 8;
+        send_rec_fds(json_pack("{s:s}", "op", "net"), NULL, 0, (int *)net_fds + i, n);
+    }
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 /* The loop itself, in whichever image runs it: scratch is the scratch
  * space's descriptor that init keeps (the server takes it back when it
- * needs it), or -1. */
-__attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int ctl, int scratch)
+ * needs it), or -1; net, the network's listening sockets it keeps. */
+__attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int ctl, int scratch,
+                                                const int *net, size_t nnet)
 {
     pol = p;
     ctl_fd = ctl;
+    net_fds = net;
+    nnet_fds = nnet;
+    net_watch = nnet > 0;
     /* The server's descriptors came along with the clone (other sessions'
      * pipes and control sockets, client connections): none of them belongs
      * here, and a copy would hold their other ends open. */
-    int keep[2] = {ctl, scratch};
-    if (keep[1] >= 0 && keep[1] < keep[0]) {
-        keep[1] = keep[0];
-        keep[0] = scratch;
-    }
+    int keep[2 + FB_CTL_MAX_FDS];
+    size_t nk = 0;
+    keep[nk++] = ctl;
+    if (scratch >= 0)
+        keep[nk++] = scratch;
+    for (size_t i = 0; i < nnet && nk < FB_ARRAY_LEN(keep); i++)
+        keep[nk++] = net[i];
+    qsort(keep, nk, sizeof *keep, cmp_int);
     unsigned from = 3;
-    for (int i = 0; i < 2; i++) {
-        if (keep[i] < 0)
-            continue;
+    for (size_t i = 0; i < nk; i++) {
         if ((unsigned)keep[i] > from)
             syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
         from = (unsigned)keep[i] + 1;
@@ -327,7 +359,10 @@ __attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int c
     recbuf = fb_xmalloc(SREC_MAX);
     /* READY names the scratch root's descriptor here, which the server
      * takes back with pidfd_getfd when it needs it (sandbox_scratch_park). */
-    struct fb_msg ready = {.type = FB_MSG_READY, .status = scratch >= 0, .arg = scratch};
+    struct fb_msg ready = {.type = FB_MSG_READY,
+                           .status = (scratch >= 0 ? FB_READY_SCRATCH : 0) |
+                                     (nnet ? FB_READY_NET : 0),
+                           .arg = scratch};
     snprintf(ready.text, sizeof ready.text, "ready");
     if (sfd < 0 || ctl_send(ctl, &ready, NULL, 0) < 0)
         _exit(FB_EXIT_SETUP);
@@ -335,21 +370,29 @@ __attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int c
     struct pollfd *pf = NULL;
     size_t pfcap = 0;
     for (;;) {
-        size_t need = 2 + sfile_npoll();
+        size_t nw = net_watch ? nnet_fds : 0;
+        size_t need = 2 + nw + sfile_npoll();
         if (need > pfcap) {
             pfcap = need * 2;
             pf = fb_xrealloc(pf, pfcap * sizeof *pf);
         }
         pf[0] = (struct pollfd){ctl, POLLIN, 0};
         pf[1] = (struct pollfd){sfd, POLLIN, 0};
-        size_t n = 2 + sfile_pollfds(pf + 2);
+        for (size_t i = 0; i < nw; i++)
+            pf[2 + i] = (struct pollfd){net_fds[i], POLLIN, 0};
+        size_t n = 2 + nw + sfile_pollfds(pf + 2 + nw);
         /* A removal under way: look, do not wait. */
         if (poll(pf, n, sfile_busy() ? 0 : -1) < 0) {
             if (errno == EINTR)
                 continue;
             _exit(FB_EXIT_SETUP);
         }
-        sfile_step(n > 2);
+        bool net_ready = false;
+        for (size_t i = 0; i < nw; i++)
+            net_ready |= pf[2 + i].revents != 0;
+        if (net_ready)
+            net_hand_over();
+        sfile_step(n > 2 + nw);
         if (pf[1].revents) {
             struct signalfd_siginfo si;
             while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
@@ -386,7 +429,9 @@ __attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int c
 
 void sess_init_main(const struct fb_policy *p, int ctl)
 {
-    init_loop(p, ctl, sandbox_session_scratch());
+    const int *net;
+    size_t nnet = sandbox_session_netfds(&net);
+    init_loop(p, ctl, sandbox_session_scratch(), net, nnet);
 }
 
 /* A descriptor number from the command line: digits only, in range. */
@@ -400,6 +445,27 @@ static int arg_fd(const char *a, int min)
     return (int)v;
 }
 
+/* "-" or descriptor numbers separated by commas, each a socket. */
+static bool arg_fd_list(const char *a, int *fds, size_t *n)
+{
+    *n = 0;
+    if (!strcmp(a, "-"))
+        return true;
+    char buf[8 * FB_CTL_MAX_FDS + 2];
+    if (strlen(a) >= sizeof buf)
+        return false;
+    strcpy(buf, a);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        struct stat st;
+        int fd = arg_fd(t, 3);
+        if (fd < 0 || *n >= FB_CTL_MAX_FDS || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+            return false;
+        fds[(*n)++] = fd;
+    }
+    return *n > 0;
+}
+
 int sess_init_image(int argc, char **argv)
 {
     /* The exec made this process dumpable again: before anything else, so
@@ -409,11 +475,14 @@ int sess_init_image(int argc, char **argv)
      * commands only once this loop says ready. */
     if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
         _exit(FB_EXIT_SETUP);
-    int ctl = argc == 5 ? arg_fd(argv[2], 3) : -2;
-    int scratch = argc == 5 ? arg_fd(argv[3], -1) : -2;
+    int ctl = argc == 6 ? arg_fd(argv[2], 3) : -2;
+    int scratch = argc == 6 ? arg_fd(argv[3], -1) : -2;
+    static int net[FB_CTL_MAX_FDS];
+    size_t nnet = 0;
+    bool net_ok = argc == 6 && arg_fd_list(argv[5], net, &nnet);
     struct stat st;
-    if (ctl < 0 || scratch < -1 || (argv[4][0] != '0' && argv[4][0] != '1') || argv[4][1] ||
-        fstat(ctl, &st) < 0 || !S_ISSOCK(st.st_mode)) {
+    if (ctl < 0 || scratch < -1 || !net_ok || (argv[4][0] != '0' && argv[4][0] != '1') ||
+        argv[4][1] || fstat(ctl, &st) < 0 || !S_ISSOCK(st.st_mode)) {
         fprintf(stderr, "fluebox: %s is the image a session's init runs, started by fluebox "
                         "serve inside its sandbox; it is not a command\n", FB_SESSION_IMAGE_CMD);
         return FB_EXIT_SETUP;
@@ -427,5 +496,5 @@ int sess_init_image(int argc, char **argv)
         ctl_sendf(ctl, FB_MSG_ERR, err.code ? err.code : FB_EXIT_SETUP, "%s", err.msg);
         _exit(FB_EXIT_SETUP);
     }
-    init_loop(&p, ctl, scratch);
+    init_loop(&p, ctl, scratch, net, nnet);
 }

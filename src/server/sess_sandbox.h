@@ -9,7 +9,10 @@
  * plus optional descriptors (SCM_RIGHTS). Every header has "op" and "t" (the
  * server's tag for the request). Server -> init ops: exec, kill, read, write,
  * stat, exists, readdir, mkdir, rm, rename. Init -> server: started, exit,
- * reply (result or errno). Bulk data (file contents over SREC_INLINE bytes,
+ * reply (result or errno), and net (no tag: the network's listening sockets
+ * init kept, handed over at the first query or connection; the server
+ * serves only those it gave up in egress_park, each checked by type and
+ * address). Bulk data (file contents over SREC_INLINE bytes,
  * big listings) goes through a pipe the server passes with the request;
  * init moves it itself in chunks when the pipe is ready (non-blocking), so
  * it never blocks on a slow reader and code in the session (which cannot

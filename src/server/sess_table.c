@@ -202,6 +202,10 @@ int sess_watch(struct sess *ss)
      * (no epoll of its own per session, egress.h). */
     if (sb->egress && egress_share_epoll(sb->egress, ss->srv->ep) < 0)
         return -1;
+    /* Its listening sockets (the resolver's, the allowed ports') are
+     * watched by init until a query or connection comes: on_ctl's "net". */
+    if (sb->net_in_init)
+        egress_park(sb->egress);
     return 0;
 }
 
@@ -493,8 +497,8 @@ void on_ctl(struct sess *ss)
     for (int k = 0; k < 64 && !ss->dead && ss->wctl.fd >= 0; k++) {
         json_t *h;
         const char *payload;
-        int fds[2];
-        size_t plen, nfds = 2;
+        int fds[8];
+        size_t plen, nfds = 8;
         int r = srec_recv(ss->s->sb.ctl, ss->srv->recbuf, MSG_DONTWAIT, &h, &payload, &plen, fds, &nfds);
         if (r < 0 && errno == EPROTO)
             continue;
@@ -513,6 +517,15 @@ void on_ctl(struct sess *ss)
             return;
         }
         const char *opn = json_string_value(json_object_get(h, "op"));
+        if (opn && !strcmp(opn, "net")) {
+            /* init hands back the listening sockets egress_park gave it: a
+             * query or connection is waiting on one of them. */
+            struct fb_err err = {0};
+            if (egress_unpark(ss->s->sb.egress, fds, nfds, &err) < 0)
+                srv_log_event(ss, "relay-error", json_pack("{s:s}", "reason", err.msg));
+            json_decref(h);
+            continue;
+        }
         json_t *tj = json_object_get(h, "t");
         uint64_t tag = json_is_integer(tj) ? (uint64_t)json_integer_value(tj) : 0;
         if (opn && tag && !strcmp(opn, "reply") && port_on_record(ss, tag, h, fds, nfds)) {

@@ -41,12 +41,12 @@ def io_bytes(pid):
 
 
 def idle_descriptors(user, who):
-    """An idle session holds at most 3 of the server's descriptors: its
-    control socket and its network namespace's resolver (two DNS sockets,
-    watched in the server's own epoll); its scratch space is taken from its
-    init when needed (docs/server.md, "Density"). Before issue 30: 10; a
-    non-root server kept the scratch space too (4) until init said which of
-    its descriptors holds it (an undumpable init's /proc/PID/fd is root's)."""
+    """An idle session holds 1 of the server's descriptors: its control
+    socket. Its network's listening sockets (the resolver's two, the
+    allowed ports') are kept and watched by its init until the first query
+    or connection, which hands them to the server; its scratch space is
+    taken from its init when needed (docs/server.md, "Density"). Before
+    issue 30: 10; then 3 (the resolver's sockets in the server's epoll)."""
     srv = Server(["--pool", "0"], user=user)
     try:
         c = srv.conn()
@@ -56,14 +56,27 @@ def idle_descriptors(user, who):
         base = nfds(srv.pid)
         ids = [c.call("session.create", {"network": "none"})["session"] for _ in range(N_IDLE)]
         n = nfds(srv.pid)
-        check("%s: %d idle sessions (--net none): server fds %d <= base %d + 3 each" % (who, N_IDLE, n, base),
-              n <= base + 3 * N_IDLE, "%d fds" % n)
+        check("%s: %d idle sessions (--net none): server fds %d <= base %d + 1 each" % (who, N_IDLE, n, base),
+              n <= base + N_IDLE, "%d fds" % n)
+        # A lookup in one of them: answered "not found" at once (a resolver
+        # nobody watched would make it "try again", EAI_AGAIN, after a
+        # timeout), twice (the second by the server, which holds the
+        # sockets from then on), and only that session's sockets come back.
+        probe = ("import socket\nfor n in ('pypi.org', 'x.test'):\n"
+                 "    try: socket.getaddrinfo(n, 443)\n"
+                 "    except socket.gaierror as e: print(n, e.errno == socket.EAI_NONAME)\n")
+        r = c.call("exec", {"session": ids[0], "argv": ["python3", "-c", probe], "timeoutMs": 20000})
+        check("%s: a lookup in an idle session is answered 'not found', twice" % who,
+              r["stdout"] == "pypi.org True\nx.test True\n", r)
+        n2 = nfds(srv.pid)
+        check("%s: ... then the server holds that session's two resolver sockets (%d -> %d fds)"
+              % (who, n, n2), n2 == n + 2, n2)
         for s in ids:
             c.call("session.destroy", {"session": s})
         ids = [c.call("session.create")["session"] for _ in range(N_IDLE)]
         n = nfds(srv.pid)
-        check("%s: %d idle sessions (default profile): server fds %d <= base %d + 3 each"
-              % (who, N_IDLE, n, base), n <= base + 3 * N_IDLE, "%d fds" % n)
+        check("%s: %d idle sessions (default profile): server fds %d <= base %d + 1 each"
+              % (who, N_IDLE, n, base), n <= base + N_IDLE, "%d fds" % n)
         for s in ids:
             c.call("session.destroy", {"session": s})
         n = nfds(srv.pid)
@@ -316,7 +329,8 @@ def t_init_image():
 def t_init_image_by_hand():
     """The hidden command is the image's entry, not a command: run by hand
     (no control socket) it says so in one line and exits 125."""
-    for args in ([], ["3", "-1", "1"], ["0", "-1", "1"], ["x", "y", "z"], ["4", "-1", "2"]):
+    for args in ([], ["3", "-1", "1"], ["0", "-1", "1"], ["x", "y", "z"], ["4", "-1", "2"],
+                 ["3", "-1", "1", "-"], ["3", "-1", "1", "1,2"], ["3", "-1", "1", "5,x"]):
         r = subprocess.run([FB, "__session-init"] + args, capture_output=True, timeout=30,
                            stdin=subprocess.DEVNULL)
         lines = r.stderr.decode(errors="replace").strip().splitlines()
