@@ -137,40 +137,66 @@ int mkpipe(int fds[2], bool server_reads)
     return 0;
 }
 
-/* ---- timers ---- */
+/* ---- timers ----
+ *
+ * A session's timers (its ttl and idle timeout, its execs' and file
+ * operations' deadlines, a record to send again, a workspace job's
+ * progress) are not looked at on every turn of the loop: with thousands of
+ * sessions that walk was most of the server's time. The loop keeps the
+ * earliest time any of them is due (timer_due_ns) and walks all sessions
+ * only once it comes, or once a second (timer_sweep_ns, in case a deadline
+ * moved earlier without timers_note). A walk recomputes the earliest; a
+ * change that can make a session's timer due earlier calls timers_note. */
+
+#define TIMER_SWEEP_NS 1000000000ull
+
+/* The earliest time one of ss's timers is due, or UINT64_MAX. */
+static uint64_t sess_due_ns(const struct sess *ss)
+{
+    const struct fb_session *s = ss->s;
+    uint64_t best = UINT64_MAX;
+    if (ss->dead || ss->in_pool || s->state == SESS_STARTING || ss->dying)
+        return best;
+    if (s->ttl_ms > 0) {
+        uint64_t t = s->created_ns + (uint64_t)s->ttl_ms * 1000000ull;
+        if (t < best)
+            best = t;
+    }
+    if (s->idle_ms > 0 && !ss->running_execs && !ss->ops) {
+        uint64_t t = s->last_used_ns + (uint64_t)s->idle_ms * 1000000ull;
+        if (t < best)
+            best = t;
+    }
+    if (ss->send_retry_ns && ss->send_retry_ns < best)
+        best = ss->send_retry_ns;
+    if (ss->ws && ws_next_progress(ss) < best)
+        best = ws_next_progress(ss);
+    for (const struct op *o = ss->ops; o; o = o->snext) {
+        if (o->kind == OP_FILE && !o->dead && o->deadline_ns < best)
+            best = o->deadline_ns;
+        if (o->kind != OP_EXEC || o->dead)
+            continue;
+        if (o->deadline_ns && !o->timed_out && o->deadline_ns < best)
+            best = o->deadline_ns;
+        if (o->exited && o->grace_ns < best)
+            best = o->grace_ns;
+    }
+    return best;
+}
+
+void timers_note(struct sess *ss)
+{
+    uint64_t t = sess_due_ns(ss);
+    if (t < ss->srv->timer_due_ns)
+        ss->srv->timer_due_ns = t;
+}
 
 static int next_timeout_ms(struct srv *srv)
 {
-    uint64_t now = now_ns(), best = UINT64_MAX;
-    for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
-        struct fb_session *s = ss->s;
-        if (ss->dead || ss->in_pool || s->state == SESS_STARTING || ss->dying)
-            continue;
-        if (s->ttl_ms > 0) {
-            uint64_t t = s->created_ns + (uint64_t)s->ttl_ms * 1000000ull;
-            if (t < best)
-                best = t;
-        }
-        if (s->idle_ms > 0 && !ss->running_execs) {
-            uint64_t t = s->last_used_ns + (uint64_t)s->idle_ms * 1000000ull;
-            if (t < best)
-                best = t;
-        }
-        if (ss->send_retry_ns && ss->send_retry_ns < best)
-            best = ss->send_retry_ns;
-        if (ss->ws && ws_next_progress(ss) < best)
-            best = ws_next_progress(ss);
-        for (struct op *o = ss->ops; o; o = o->snext) {
-            if (o->kind == OP_FILE && !o->dead && o->deadline_ns < best)
-                best = o->deadline_ns;
-            if (o->kind != OP_EXEC || o->dead)
-                continue;
-            if (o->deadline_ns && !o->timed_out && o->deadline_ns < best)
-                best = o->deadline_ns;
-            if (o->exited && o->grace_ns < best)
-                best = o->grace_ns;
-        }
-    }
+    uint64_t now = now_ns();
+    uint64_t best = srv->timer_due_ns;
+    if (srv->sesss && srv->timer_sweep_ns < best)
+        best = srv->timer_sweep_ns;
     if (srv->lim.pool > 0 && srv->pool_retry_ns && srv->pool_ready + srv->pool_pending < srv->lim.pool && srv->pool_retry_ns < best)
         best = srv->pool_retry_ns;
     if (srv->pool_defer_ns && srv->pool_defer_ns < best)
@@ -187,38 +213,48 @@ static int next_timeout_ms(struct srv *srv)
     return ms > 60000 ? 60000 : (int)ms;
 }
 
+/* The timers of one session that are due at now. */
+static void sess_run_timers(struct sess *ss, uint64_t now)
+{
+    struct fb_session *s = ss->s;
+    if (ss->send_retry_ns && now >= ss->send_retry_ns)
+        outq_flush(ss);
+    if (ss->ws)
+        ws_progress(ss, now);
+    struct op *o = ss->ops;
+    while (o) {
+        struct op *nx = o->snext;
+        if (o->kind == OP_EXEC && !o->dead) {
+            if (o->deadline_ns && !o->timed_out && now >= o->deadline_ns) {
+                o->timed_out = true;
+                exec_kill(o, SIGKILL);
+            }
+            if (o->exited && now >= o->grace_ns)
+                exec_maybe_finish(o, true);
+        } else if (o->kind == OP_FILE && !o->dead && now >= o->deadline_ns) {
+            file_timed_out(o);
+        }
+        o = nx;
+    }
+    bool expired = s->ttl_ms > 0 && now >= s->created_ns + (uint64_t)s->ttl_ms * 1000000ull;
+    bool idle = s->idle_ms > 0 && !ss->running_execs && !ss->ops &&
+                now >= s->last_used_ns + (uint64_t)s->idle_ms * 1000000ull;
+    if (expired || idle) {
+        snprintf(s->death, sizeof s->death, "%s", expired ? "ttl expired" : "idle timeout");
+        sess_destroy(ss);
+    }
+}
+
 static void run_timers(struct srv *srv)
 {
     uint64_t now = now_ns();
-    for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
-        struct fb_session *s = ss->s;
-        if (ss->dead || ss->in_pool || s->state == SESS_STARTING || ss->dying)
-            continue;
-        if (ss->send_retry_ns && now >= ss->send_retry_ns)
-            outq_flush(ss);
-        if (ss->ws)
-            ws_progress(ss, now);
-        struct op *o = ss->ops;
-        while (o) {
-            struct op *nx = o->snext;
-            if (o->kind == OP_EXEC && !o->dead) {
-                if (o->deadline_ns && !o->timed_out && now >= o->deadline_ns) {
-                    o->timed_out = true;
-                    exec_kill(o, SIGKILL);
-                }
-                if (o->exited && now >= o->grace_ns)
-                    exec_maybe_finish(o, true);
-            } else if (o->kind == OP_FILE && !o->dead && now >= o->deadline_ns) {
-                file_timed_out(o);
-            }
-            o = nx;
-        }
-        bool expired = s->ttl_ms > 0 && now >= s->created_ns + (uint64_t)s->ttl_ms * 1000000ull;
-        bool idle = s->idle_ms > 0 && !ss->running_execs && !ss->ops &&
-                    now >= s->last_used_ns + (uint64_t)s->idle_ms * 1000000ull;
-        if (expired || idle) {
-            snprintf(s->death, sizeof s->death, "%s", expired ? "ttl expired" : "idle timeout");
-            sess_destroy(ss);
+    if (now >= srv->timer_due_ns || now >= srv->timer_sweep_ns) {
+        srv->timer_due_ns = UINT64_MAX;
+        srv->timer_sweep_ns = now + TIMER_SWEEP_NS;
+        for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
+            if (sess_due_ns(ss) <= now)
+                sess_run_timers(ss, now);
+            timers_note(ss);
         }
     }
     if (srv->listen_paused_until && now >= srv->listen_paused_until) {

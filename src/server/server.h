@@ -235,6 +235,8 @@ struct srv {
     struct sess *sesss;
     int pool_ready, pool_pending;
     uint64_t pool_retry_ns;
+    uint64_t timer_due_ns;   /* the earliest a session's timer is due (server.c) */
+    uint64_t timer_sweep_ns; /* ... and the next walk of all of them regardless */
     uint64_t pool_defer_ns; /* a refill put off after a take (sess_table.c), 0 = none */
     bool pool_warned;          /* the pool's "not applied" note was shown */
     struct fb_tool_bind *pool_binds; /* the pool's shape (server_pool.c) */
@@ -375,6 +377,10 @@ int mkpipe(int fds[2], bool server_reads);
 /* Descriptors the server may still open (and how many are open, of what
  * limit). server.c. */
 int fds_free(int64_t *in_use, int64_t *limit);
+/* One of ss's timers may now be due earlier than the loop thinks (a new
+ * exec or file operation with a deadline, an exec's end, a session made
+ * or taken from the pool, a record to send again, a workspace job). */
+void timers_note(struct sess *ss);
 /* Descriptors a session holds in the server at most (control socket, pidfd,
  * the relay's sockets once init handed them over, cgroup and copy-on-write
  * directories) plus what building it takes,

@@ -289,6 +289,8 @@ void on_exec_record(struct op *o, const char *opn, json_t *h)
             o->oom_killed = cgroup_oom_kills(o->ss->s->sb.cg) > o->oom_before;
         o->end_ns = now_ns();
         o->grace_ns = o->end_ns + GRACE_NS;
+        if (o->ss)
+            timers_note(o->ss);
         exec_maybe_finish(o, false);
     } else if (!strcmp(opn, "reply")) {
         json_int_t e = json_integer_value(json_object_get(h, "errno"));
@@ -560,6 +562,7 @@ struct op *exec_start(struct conn *c, json_t *id, json_t *params, struct sess *s
     o->max_out = x.maxout;
     o->start_ns = now_ns();
     o->deadline_ns = x.timeout > 0 ? o->start_ns + (uint64_t)x.timeout * 1000000ull : 0;
+    timers_note(ss);
     o->inbuf = x.in;
     o->stdin_open = x.stdin_open || x.tty;
     o->tty = x.tty;

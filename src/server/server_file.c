@@ -496,6 +496,7 @@ void m_file(struct conn *c, const struct method *m, json_t *id, json_t *params, 
     o->offset = f.offset;
     o->max = srv->lim.max_output;
     o->deadline_ns = now_ns() + (uint64_t)srv->lim.file_timeout_ms * 1000000ull;
+    timers_note(ss);
     if (fop == F_READ)
         o->reserve = file_read_reserve(srv, params);
     if (need_pipe) {

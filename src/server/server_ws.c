@@ -230,6 +230,7 @@ void m_workspace(struct conn *c, const struct method *m, json_t *id, json_t *par
     j->o->ws = j;
     j->next_report_ns = now_ns() + PROGRESS_NS;
     ss->ws = j;
+    timers_note(ss);
     int r = pthread_create(&j->th, NULL, ws_main, j);
     if (r) {
         ss->ws = NULL;

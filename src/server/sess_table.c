@@ -98,6 +98,7 @@ void op_finish(struct op *o)
         return;
     o->dead = true;
     struct conn *c = o->c;
+    struct sess *ss = o->ss;
     ws_forget_op(o);
     if (o->kind == OP_EXEC)
         stdin_forget(o);
@@ -112,6 +113,8 @@ void op_finish(struct op *o)
     for (int i = 0; i < 2; i++)
         w_close(o->srv, &o->xs[i].w);
     bury(o->srv, GRAVE_OP, o);
+    if (ss)
+        timers_note(ss); /* the last one gone: its idle timeout counts again */
     if (c)
         conn_after_op(c);
 }
@@ -247,6 +250,7 @@ static bool send_later(struct sess *ss)
     if (w_set(ss->srv, &ss->wctl, EPOLLIN) < 0)
         return false;
     ss->send_retry_ns = now_ns() + 10 * 1000000ull;
+    timers_note(ss);
     return true;
 }
 
@@ -590,6 +594,7 @@ void sess_log_created(struct sess *ss)
     }
     srv_log_event(ss, ss->s->fork ? "forked" : "created", f);
     sess_record_start(ss);
+    timers_note(ss); /* its ttl and idle timeout */
 }
 
 
