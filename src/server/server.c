@@ -904,6 +904,7 @@ static int serve_run(struct srv *srv, const char *sock)
     close(srv->ep);
     release_socket(srv);
     free(srv->recbuf);
+    free(srv->idx);
     tool_binds_free(srv->pool_binds, srv->npool_binds);
     return 0;
 }

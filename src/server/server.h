@@ -149,6 +149,8 @@ struct sess {
     struct sess *fork_parent; /* being built as a fork of this one */
     bool run_once;        /* made by `run`: destroyed once its exec is answered */
     struct sess *next, *prev;
+    struct sess *idx_next;   /* in srv->idx, filed under idx_key */
+    char idx_key[24];        /* "" when not filed */
 };
 
 enum opkind { OP_CREATE, OP_DESTROY, OP_EXEC, OP_FILE, OP_WS };
@@ -233,6 +235,8 @@ struct srv {
     struct conn *conns;
     size_t nconns;
     struct sess *sesss;
+    struct sess **idx;       /* sessions by id, chained (sess_find, sess_table.c) */
+    size_t idx_cap, idx_n;
     int pool_ready, pool_pending;
     uint64_t pool_retry_ns;
     uint64_t timer_due_ns;   /* the earliest a session's timer is due (server.c) */

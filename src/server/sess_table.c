@@ -158,9 +158,62 @@ struct sess *sess_new(struct srv *srv, struct fb_session *s)
     return ss;
 }
 
+/* ---- sessions by id ----
+ * A session is filed under its id the first time sess_find finds it (a
+ * pool sandbox is given its id when taken, so ids are filed once they are
+ * final) and taken out when it is unlinked: a look-up by id does not walk
+ * every session. */
+
+static size_t idx_slot(const struct srv *srv, const char *id)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (size_t)(h & (srv->idx_cap - 1));
+}
+
+static void idx_del(struct sess *ss)
+{
+    struct srv *srv = ss->srv;
+    if (!ss->idx_key[0])
+        return;
+    for (struct sess **pp = &srv->idx[idx_slot(srv, ss->idx_key)]; *pp; pp = &(*pp)->idx_next)
+        if (*pp == ss) {
+            *pp = ss->idx_next;
+            srv->idx_n--;
+            break;
+        }
+    ss->idx_next = NULL;
+    ss->idx_key[0] = 0;
+}
+
+static void idx_add(struct sess *ss)
+{
+    struct srv *srv = ss->srv;
+    idx_del(ss);
+    if (srv->idx_n + 1 > srv->idx_cap) {
+        size_t cap = srv->idx_cap ? srv->idx_cap * 2 : 256;
+        free(srv->idx);
+        srv->idx = fb_xcalloc(cap, sizeof *srv->idx);
+        srv->idx_cap = cap;
+        for (struct sess *x = srv->sesss; x; x = x->next)
+            if (x->idx_key[0]) {
+                size_t k = idx_slot(srv, x->idx_key);
+                x->idx_next = srv->idx[k];
+                srv->idx[k] = x;
+            }
+    }
+    snprintf(ss->idx_key, sizeof ss->idx_key, "%s", ss->s->id);
+    size_t k = idx_slot(srv, ss->idx_key);
+    ss->idx_next = srv->idx[k];
+    srv->idx[k] = ss;
+    srv->idx_n++;
+}
+
 static void sess_unlink(struct sess *ss)
 {
     struct srv *srv = ss->srv;
+    idx_del(ss);
     if (ss->prev)
         ss->prev->next = ss->next;
     else
@@ -337,12 +390,24 @@ unsigned sessions_of(struct srv *srv, uid_t uid)
     return n;
 }
 
+static bool findable(const struct sess *ss, uid_t uid, const char *id)
+{
+    return !ss->in_pool && !ss->dead && !ss->gone && ss->s->uid == uid &&
+           ss->s->state != SESS_STARTING && !strcmp(ss->s->id, id);
+}
+
 struct sess *sess_find(struct srv *srv, uid_t uid, const char *id)
 {
+    if (srv->idx_cap)
+        for (struct sess *ss = srv->idx[idx_slot(srv, id)]; ss; ss = ss->idx_next)
+            if (!strcmp(ss->idx_key, id) && findable(ss, uid, id))
+                return ss;
+    /* Not filed yet (or not there: an unknown id walks them all). */
     for (struct sess *ss = srv->sesss; ss; ss = ss->next)
-        if (!ss->in_pool && !ss->dead && !ss->gone && ss->s->uid == uid && ss->s->state != SESS_STARTING &&
-            !strcmp(ss->s->id, id))
+        if (findable(ss, uid, id)) {
+            idx_add(ss);
             return ss;
+        }
     return NULL;
 }
 
