@@ -237,6 +237,7 @@ struct srv {
     struct sess *sesss;
     struct sess **idx;       /* sessions by id, chained (sess_find, sess_table.c) */
     size_t idx_cap, idx_n;
+    size_t nsess;            /* sessions in sesss, of any state and user */
     int pool_ready, pool_pending;
     uint64_t pool_retry_ns;
     uint64_t timer_due_ns;   /* the earliest a session's timer is due (server.c) */
@@ -344,6 +345,9 @@ void op_free(struct op *o);
 /* ---- sess_table.c ---- */
 struct sess *sess_new(struct srv *srv, struct fb_session *s); /* linked into srv */
 struct sess *sess_find(struct srv *srv, uid_t uid, const char *id);
+/* uid has lim.max_sessions sessions (walks them only when the server holds
+ * that many in all). */
+bool at_session_limit(struct srv *srv, uid_t uid);
 unsigned sessions_of(struct srv *srv, uid_t uid);
 /* Send a record to init; takes the fds (closed once sent). Returns -1 when
  * the record is too large, -2 when the session is not running (fds closed). */

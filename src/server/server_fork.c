@@ -30,7 +30,7 @@ void m_session_fork(struct conn *c, const struct method *m, json_t *id, json_t *
         return send_error(c, id, &e);
     if (srv->stopping)
         return send_errf(c, id, "shutting_down", "the server is stopping");
-    if ((int64_t)sessions_of(srv, c->uid) >= srv->lim.max_sessions) {
+    if (at_session_limit(srv, c->uid)) {
         perr_set(&e, "limit_exceeded", "at most %lld sessions per user", (long long)srv->lim.max_sessions);
         snprintf(e.limit, sizeof e.limit, "sessionsPerUid");
         return send_error(c, id, &e);

@@ -28,8 +28,8 @@ void pool_take_or_spawn(struct conn *c, json_t *id, struct fb_policy *p,
 {
     struct srv *srv = c->srv;
     struct proto_err e = {0};
-    /* From the pool? */
-    if (sp->pool_ok) {
+    /* From the pool? (Not a walk of every session when it is empty.) */
+    if (sp->pool_ok && srv->pool_ready > 0) {
         for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
             if (!ss->in_pool || ss->dead || ss->s->state != SESS_POOL)
                 continue;

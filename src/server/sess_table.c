@@ -155,14 +155,15 @@ struct sess *sess_new(struct srv *srv, struct fb_session *s)
     if (srv->sesss)
         srv->sesss->prev = ss;
     srv->sesss = ss;
+    srv->nsess++;
     return ss;
 }
 
 /* ---- sessions by id ----
- * A session is filed under its id the first time sess_find finds it (a
- * pool sandbox is given its id when taken, so ids are filed once they are
- * final) and taken out when it is unlinked: a look-up by id does not walk
- * every session. */
+ * A session is filed under its id once that is final, when it is made,
+ * forked or taken from the pool (sess_log_created; a pool sandbox is given
+ * its id when taken), or else the first time sess_find finds it, and taken
+ * out when it is unlinked: a look-up by id does not walk every session. */
 
 static size_t idx_slot(const struct srv *srv, const char *id)
 {
@@ -214,6 +215,7 @@ static void sess_unlink(struct sess *ss)
 {
     struct srv *srv = ss->srv;
     idx_del(ss);
+    srv->nsess--;
     if (ss->prev)
         ss->prev->next = ss->next;
     else
@@ -388,6 +390,13 @@ unsigned sessions_of(struct srv *srv, uid_t uid)
         if (!ss->in_pool && ss->s->uid == uid && !ss->dead && !ss->gone)
             n++;
     return n;
+}
+
+bool at_session_limit(struct srv *srv, uid_t uid)
+{
+    /* Fewer sessions in all than the limit: no need to count uid's. */
+    return (int64_t)srv->nsess >= srv->lim.max_sessions &&
+           (int64_t)sessions_of(srv, uid) >= srv->lim.max_sessions;
 }
 
 static bool findable(const struct sess *ss, uid_t uid, const char *id)
@@ -660,6 +669,7 @@ void sess_log_created(struct sess *ss)
     srv_log_event(ss, ss->s->fork ? "forked" : "created", f);
     sess_record_start(ss);
     timers_note(ss); /* its ttl and idle timeout */
+    idx_add(ss);     /* its id is final */
 }
 
 
@@ -678,7 +688,7 @@ void session_create_for(struct conn *c, json_t *id, json_t *params, struct runre
         perr_set(&e, "shutting_down", "the server is stopping");
         goto refuse;
     }
-    if ((int64_t)sessions_of(srv, c->uid) >= srv->lim.max_sessions) {
+    if (at_session_limit(srv, c->uid)) {
         perr_set(&e, "limit_exceeded", "at most %lld sessions per user", (long long)srv->lim.max_sessions);
         snprintf(e.limit, sizeof e.limit, "sessionsPerUid");
         goto refuse;
