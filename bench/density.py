@@ -29,7 +29,7 @@ Appends one JSON object per size to --json (the format of bench/fbbench.c:
 title, variants) and Markdown tables to --md. Never asserts anything.
 10,000 sessions: `bench/density.py --sizes 10000` (or
 `make bench DENSITY_SIZES=100,1000,10000`); it takes minutes and about
-5 GB of memory."""
+6 GB of memory."""
 import argparse
 import json
 import os

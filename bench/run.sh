@@ -560,17 +560,20 @@ WHY30 = {
            "every memory cgroup), the mount namespace with its tmpfs, proc and devpts (about 100 "
            "KiB); then the page tables of the session's init (about 60 KiB) and its kernel stack "
            "(16 KiB). The server's own share is about 10 KiB.",
-    "fds": "an idle session holds its control socket (init's only channel) and the two DNS "
-           "sockets of its network namespace's resolver (UDP and TCP); a --cow session also its "
-           "scratch space; pidfd, cgroup directories, host id lock, relay epoll and timer are "
-           "gone (docs/bench.md).",
+    "fds": "an idle session holds its control socket (init's only channel); its network's "
+           "listening sockets are held by its init until the first query or connection (then 3); "
+           "a --cow session also holds its scratch space; pidfd, cgroup directories, host id "
+           "lock, relay epoll and timer are gone (docs/bench.md).",
     "creates": "every create is a full sandbox build (clone3 with new namespaces, the root, "
                "/proc, a cgroup, seccomp, init's exec of a fresh image) on 2 CPUs; the kernel's "
                "work per build is the cold start's, and grows with the sessions already live: the "
-               "clone copies the server's descriptor table and the child closes it again, "
-               "pivot_root walks every task of the machine, a memory cgroup's shrinker table "
-               "grows with the machine's superblocks (perf, step by step: docs/bench.md).",
-    "info": "server.info walks the sessions it counts; a loaded machine moves its p99.",
+               "clone copies the server's page tables and descriptor table (1 per session) and the "
+               "child closes the descriptors again, pivot_root walks every task of the machine, a "
+               "memory cgroup's shrinker table grows with the machine's superblocks (perf, step by "
+               "step: docs/bench.md). The server's own walks of every session per create and per "
+               "turn of its loop are gone.",
+    "info": "server.info counts the caller's sessions (a walk of all of them, about 1 ms at "
+            "10,000); a loaded machine moves its p99.",
     "exec": "an exec crosses the server, the session's init and a fork and exec inside; on a "
             "loaded machine more.",
     "fair": "a create that waits behind others still waits for a worker: the round robin "
