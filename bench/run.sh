@@ -561,7 +561,8 @@ WHY30 = {
            "KiB); then the page tables of the session's init (about 60 KiB) and its kernel stack "
            "(16 KiB). The server's own share is about 10 KiB.",
     "fds": "an idle session holds its control socket (init's only channel); its network's "
-           "listening sockets are held by its init until the first query or connection (then 3); "
+           "listening sockets are held by its init until the first query or connection (then "
+           "2 more without an allowlist); "
            "a --cow session also holds its scratch space; pidfd, cgroup directories, host id "
            "lock, relay epoll and timer are gone (docs/bench.md).",
     "creates": "every create is a full sandbox build (clone3 with new namespaces, the root, "

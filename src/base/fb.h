@@ -124,6 +124,9 @@ void fb_proctitle_set(const char *title);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t fb_now_ns(void);
+/* Close every descriptor above 2 except keep's n (sorted in place;
+ * negative entries are ignored): close_range over the gaps. */
+void fb_close_except(int *keep, size_t n);
 
 /* Cleanup attributes (the crun style): variables released at scope exit. */
 static inline void fb_freep(void *p) { free(*(void **)p); }

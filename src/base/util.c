@@ -545,3 +545,23 @@ int fb_drop_groups_raw(void)
 {
     return syscall(SYS_setgroups, 0, NULL) < 0 ? -1 : 0;
 }
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+void fb_close_except(int *keep, size_t n)
+{
+    qsort(keep, n, sizeof *keep, cmp_int);
+    unsigned from = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (keep[i] < (int)from)
+            continue;
+        if ((unsigned)keep[i] > from)
+            syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+        from = (unsigned)keep[i] + 1;
+    }
+    syscall(SYS_close_range, from, ~0U, 0);
+}

@@ -102,12 +102,15 @@ static void session_reexec(const struct fb_policy *p, int ctl, int image)
         keep[nk++] = scratch;
     const int *net;
     size_t nnet = sandbox_session_netfds(&net);
-    char a_ctl[16], a_scr[16], a_net[8 * FB_CTL_MAX_FDS + 2];
+    char a_ctl[16], a_scr[16], a_net[FB_NETFDS_ARG_MAX];
     size_t len = 0;
     a_net[0] = 0;
     for (size_t i = 0; i < nnet; i++) {
         keep[nk++] = net[i];
-        len += (size_t)snprintf(a_net + len, sizeof a_net - len, "%s%d", i ? "," : "", net[i]);
+        int w = snprintf(a_net + len, sizeof a_net - len, "%s%d", i ? "," : "", net[i]);
+        if (w < 0 || (size_t)w >= sizeof a_net - len)
+            return; /* (cannot be: descriptor numbers are short) */
+        len += (size_t)w;
     }
     if (!nnet)
         snprintf(a_net, sizeof a_net, "-");

@@ -82,12 +82,6 @@ __attribute__((noreturn)) static void child_fail(int ctl, struct fb_err *err)
     _exit(FB_EXIT_SETUP);
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* Close every descriptor above 2 except ctl, the prepared mount trees,
  * what an FB_MODE_EXT caller keeps and a session's image (spawn.h; it is
  * close-on-exec, so nothing of the sandbox ever holds it). */
@@ -105,16 +99,7 @@ static void close_inherited(int ctl, const struct fb_layout *layout, const struc
     for (size_t i = 0; i < nx; i++)
         if (x->keep_fds[i] >= 0)
             keep[n++] = x->keep_fds[i];
-    qsort(keep, n, sizeof *keep, cmp_int);
-    unsigned from = 3;
-    for (size_t i = 0; i < n; i++) {
-        if (keep[i] < 3)
-            continue;
-        if ((unsigned)keep[i] > from)
-            syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
-        from = (unsigned)keep[i] + 1;
-    }
-    syscall(SYS_close_range, from, ~0U, 0);
+    fb_close_except(keep, n);
 }
 
 /* In a session's init: copies of the network's listening sockets, which

@@ -161,6 +161,8 @@ int sandbox_session_scratch(void);
 /* In a session's init: the network's listening sockets it keeps (the
  * resolver's, the proxy's, the allowed ports'), and how many. */
 size_t sandbox_session_netfds(const int **fds);
+/* The longest list of them the fresh image's argv carries ("12,13,..."). */
+#define FB_NETFDS_ARG_MAX (11 * FB_CTL_MAX_FDS + 2)
 /* A session's READY: status bits, what init keeps; arg, the number of its
  * scratch descriptor. */
 #define FB_READY_SCRATCH 1

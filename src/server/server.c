@@ -251,7 +251,9 @@ static void run_timers(struct srv *srv)
     if (now >= srv->timer_due_ns || now >= srv->timer_sweep_ns) {
         srv->timer_due_ns = UINT64_MAX;
         srv->timer_sweep_ns = now + TIMER_SWEEP_NS;
-        for (struct sess *ss = srv->sesss; ss; ss = ss->next) {
+        /* (A destroy may unlink ss: its next is taken first.) */
+        for (struct sess *ss = srv->sesss, *nx; ss; ss = nx) {
+            nx = ss->next;
             if (sess_due_ns(ss) <= now)
                 sess_run_timers(ss, now);
             timers_note(ss);

@@ -301,12 +301,6 @@ static void net_hand_over(void)
     }
 }
 
-static int cmp_int(const void *a, const void *b)
-{
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The loop itself, in whichever image runs it: scratch is the scratch
  * space's descriptor that init keeps (the server takes it back when it
  * needs it), or -1; net, the network's listening sockets it keeps. */
@@ -328,14 +322,7 @@ __attribute__((noreturn)) static void init_loop(const struct fb_policy *p, int c
         keep[nk++] = scratch;
     for (size_t i = 0; i < nnet && nk < FB_ARRAY_LEN(keep); i++)
         keep[nk++] = net[i];
-    qsort(keep, nk, sizeof *keep, cmp_int);
-    unsigned from = 3;
-    for (size_t i = 0; i < nk; i++) {
-        if ((unsigned)keep[i] > from)
-            syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
-        from = (unsigned)keep[i] + 1;
-    }
-    syscall(SYS_close_range, from, ~0U, 0);
+    fb_close_except(keep, nk);
     /* A write past RLIMIT_FSIZE must fail with EFBIG, not kill init. */
     signal(SIGXFSZ, SIG_IGN);
     umask(0);
@@ -451,7 +438,7 @@ static bool arg_fd_list(const char *a, int *fds, size_t *n)
     *n = 0;
     if (!strcmp(a, "-"))
         return true;
-    char buf[8 * FB_CTL_MAX_FDS + 2];
+    char buf[FB_NETFDS_ARG_MAX];
     if (strlen(a) >= sizeof buf)
         return false;
     strcpy(buf, a);

@@ -161,9 +161,10 @@ struct sess *sess_new(struct srv *srv, struct fb_session *s)
 
 /* ---- sessions by id ----
  * A session is filed under its id once that is final, when it is made,
- * forked or taken from the pool (sess_log_created; a pool sandbox is given
- * its id when taken), or else the first time sess_find finds it, and taken
- * out when it is unlinked: a look-up by id does not walk every session. */
+ * forked or taken from the pool (sess_log_created: every way a session
+ * becomes one a client can name; a pool sandbox is given its id when
+ * taken), and taken out when it is unlinked: a look-up by id, found or
+ * not, walks no list of sessions. */
 
 static size_t idx_slot(const struct srv *srv, const char *id)
 {
@@ -411,12 +412,6 @@ struct sess *sess_find(struct srv *srv, uid_t uid, const char *id)
         for (struct sess *ss = srv->idx[idx_slot(srv, id)]; ss; ss = ss->idx_next)
             if (!strcmp(ss->idx_key, id) && findable(ss, uid, id))
                 return ss;
-    /* Not filed yet (or not there: an unknown id walks them all). */
-    for (struct sess *ss = srv->sesss; ss; ss = ss->next)
-        if (findable(ss, uid, id)) {
-            idx_add(ss);
-            return ss;
-        }
     return NULL;
 }
 
